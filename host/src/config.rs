@@ -1,0 +1,108 @@
+//! `turnstile serve` settings: plain documented structs with defaults, read from flags or the
+//! environment (`TURNSTILE_*`). Invalid values are refused with the flag, the value and the range.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::plugin::{PluginConfig, PluginSource};
+
+/// Most `--plugin-config` entries, and their key and value sizes: the map is handed to every call.
+pub const MAX_PLUGIN_CONFIG_ENTRIES: usize = 64;
+const MAX_CONFIG_KEY_BYTES: usize = 128;
+const MAX_CONFIG_VALUE_BYTES: usize = 4096;
+
+/// Flags of `turnstile serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "TURNSTILE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Serve on this inherited, already-listening TCP socket instead of binding `--listen`
+    /// (used by tests and `turnstile drive` to avoid port races).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(3..=65535))]
+    pub fd: Option<i32>,
+
+    /// Plugin component to serve (default: the embedded retrieval plugin).
+    #[arg(long, env = "TURNSTILE_PLUGIN")]
+    pub plugin: Option<PathBuf>,
+
+    /// A `KEY=VALUE` setting the plugin can read through its `config` import (repeatable).
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
+    pub plugin_config: Vec<(String, String)>,
+
+    /// Corpus JSON Lines file, plain or gzip (default: the embedded Python-summary corpus).
+    #[arg(long, env = "TURNSTILE_CORPUS")]
+    pub corpus: Option<PathBuf>,
+
+    /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
+    #[arg(long = "memory-limit-mib", env = "TURNSTILE_MEMORY_LIMIT_MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub memory_limit_mib: u32,
+
+    /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
+    /// or `~/.cache/turnstile`).
+    #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Do not reuse or write precompiled plugin artifacts.
+    #[arg(long = "no-precompiled-cache")]
+    pub no_precompiled_cache: bool,
+}
+
+impl ServeArgs {
+    /// Where the plugin comes from.
+    pub fn plugin_source(&self) -> PluginSource {
+        self.plugin
+            .clone()
+            .map_or(PluginSource::Embedded, PluginSource::File)
+    }
+
+    /// The plugin's settings; a repeated key is refused rather than silently overwritten.
+    pub fn plugin_config(&self) -> Result<PluginConfig, String> {
+        if self.plugin_config.len() > MAX_PLUGIN_CONFIG_ENTRIES {
+            return Err(format!(
+                "--plugin-config: {} entries given; at most {MAX_PLUGIN_CONFIG_ENTRIES} are allowed",
+                self.plugin_config.len()
+            ));
+        }
+        let mut map = PluginConfig::new();
+        for (k, v) in &self.plugin_config {
+            if map.insert(k.clone(), v.clone()).is_some() {
+                return Err(format!("--plugin-config: key {k:?} is given twice"));
+            }
+        }
+        Ok(map)
+    }
+
+    /// The cache directory in effect.
+    pub fn cache_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.cache_dir {
+            return dir.clone();
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        base.join("turnstile")
+    }
+}
+
+fn parse_config_entry(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))?;
+    if k.is_empty() || k.len() > MAX_CONFIG_KEY_BYTES {
+        return Err(format!(
+            "key must be 1..={MAX_CONFIG_KEY_BYTES} bytes, got {k:?}"
+        ));
+    }
+    if v.len() > MAX_CONFIG_VALUE_BYTES {
+        return Err(format!(
+            "value of {k:?} is over {MAX_CONFIG_VALUE_BYTES} bytes"
+        ));
+    }
+    Ok((k.to_owned(), v.to_owned()))
+}

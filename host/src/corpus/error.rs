@@ -1,0 +1,47 @@
+use std::path::PathBuf;
+
+/// What can go wrong loading or querying the corpus.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// The corpus file could not be read.
+    #[error("cannot read corpus {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line of the corpus is not a valid document.
+    #[error("corpus line {line}: {reason}")]
+    BadDocument {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Building or opening the SQLite index failed.
+    #[error("corpus index {path}: {source}")]
+    Index {
+        /// The index file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// An I/O error around the index file (cache directory, rename).
+    #[error("corpus index {path}: {source}")]
+    IndexIo {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The FTS5 MATCH expression does not parse.
+    #[error("bad FTS5 expression: {0}")]
+    BadExpression(String),
+    /// An argument is out of its documented bound.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A query failed for another reason.
+    #[error("corpus query failed: {0}")]
+    Query(#[from] rusqlite::Error),
+}

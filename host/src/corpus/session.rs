@@ -1,0 +1,210 @@
+use std::sync::Arc;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use super::pool::PoolInner;
+use super::{CorpusError, Document};
+
+/// Bounds on what one session call accepts and returns. They answer a plugin (or a question
+/// passed through it) that asks for too much: a huge expression, an unbounded result.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLimits;
+
+impl SessionLimits {
+    /// Longest FTS5 expression accepted, in bytes.
+    pub const MAX_EXPRESSION_BYTES: usize = 1000;
+    /// Most candidates one search returns (larger limits are clamped).
+    pub const MAX_CANDIDATES: u32 = 50;
+    /// Longest id accepted by `get`, in bytes.
+    pub const MAX_ID_BYTES: usize = 512;
+    /// Longest snippet returned, in bytes.
+    pub const MAX_SNIPPET_BYTES: usize = 300;
+    /// Longest title returned, in bytes.
+    pub const MAX_TITLE_BYTES: usize = 512;
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Document id.
+    pub id: String,
+    /// Document title (at most [`SessionLimits::MAX_TITLE_BYTES`]).
+    pub title: String,
+    /// Extract around the match (at most [`SessionLimits::MAX_SNIPPET_BYTES`]).
+    pub snippet: String,
+    /// bm25 rank: lower is better.
+    pub rank: f64,
+}
+
+/// A worker's own read-only handle to the corpus. Dropping it closes it (the connection goes
+/// back to the pool); it can never outlive the plugin call that opened it, because the call's
+/// store owns it.
+pub struct CorpusSession {
+    conn: Option<Connection>,
+    pool: Arc<PoolInner>,
+}
+
+const SEARCH_SQL: &str = "SELECT id, title, snippet(docs, 3, '[', ']', '…', 24), \
+     bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
+     FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
+
+impl CorpusSession {
+    pub(super) fn new(conn: Connection, pool: Arc<PoolInner>) -> Self {
+        Self {
+            conn: Some(conn),
+            pool,
+        }
+    }
+
+    fn conn(&self) -> &Connection {
+        // Only `Drop` takes the connection out, so it is always here while `self` is usable.
+        self.conn
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("session used after close"))
+    }
+
+    /// bm25-ranked full-text search, best first. `limit` is clamped to 1..=50.
+    pub fn search(&self, expression: &str, limit: u32) -> Result<Vec<Candidate>, CorpusError> {
+        if expression.trim().is_empty() || expression.len() > SessionLimits::MAX_EXPRESSION_BYTES {
+            return Err(CorpusError::InvalidArgument(format!(
+                "expression must be 1..={} bytes and not blank",
+                SessionLimits::MAX_EXPRESSION_BYTES
+            )));
+        }
+        let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
+        let mut stmt = self.conn().prepare_cached(SEARCH_SQL)?;
+        let rows = stmt.query_map(params![expression, limit], |r| {
+            Ok(Candidate {
+                id: r.get(0)?,
+                title: truncate(r.get(1)?, SessionLimits::MAX_TITLE_BYTES),
+                snippet: truncate(r.get(2)?, SessionLimits::MAX_SNIPPET_BYTES),
+                rank: r.get(3)?,
+            })
+        });
+        let collect = || -> rusqlite::Result<Vec<Candidate>> { rows?.collect() };
+        collect().map_err(classify)
+    }
+
+    /// The document with this id, if any.
+    pub fn get(&self, id: &str) -> Result<Option<Document>, CorpusError> {
+        if id.len() > SessionLimits::MAX_ID_BYTES {
+            return Err(CorpusError::InvalidArgument(format!(
+                "id must be at most {} bytes",
+                SessionLimits::MAX_ID_BYTES
+            )));
+        }
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT id, kind, title, text FROM docs WHERE id = ?1 LIMIT 1")?;
+        Ok(stmt
+            .query_row([id], |r| {
+                Ok(Document {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    title: r.get(2)?,
+                    text: r.get(3)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Documents in the corpus (recorded when the index was built).
+    pub fn count(&self) -> u64 {
+        self.pool.documents()
+    }
+}
+
+impl Drop for CorpusSession {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.give_back(conn);
+        }
+    }
+}
+
+/// A MATCH expression that FTS5 cannot parse surfaces as a plain `SQLITE_ERROR` while stepping
+/// (e.g. `fts5: syntax error near "("`, `no such column: x`); anything else is a real failure.
+fn classify(error: rusqlite::Error) -> CorpusError {
+    match &error {
+        rusqlite::Error::SqliteFailure(e, msg) if e.code == ErrorCode::Unknown => {
+            CorpusError::BadExpression(msg.clone().unwrap_or_else(|| e.to_string()))
+        }
+        _ => CorpusError::Query(error),
+    }
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary.
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::{CorpusBytes, CorpusIndex, CorpusPool};
+
+    fn pool(tag: &str) -> (CorpusPool, std::path::PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("turnstile-session-{tag}-{}", std::process::id()));
+        let corpus = CorpusBytes {
+            name: "t".into(),
+            jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - Command-line parsing library","text":"Command-line parsing library: handles optional and positional arguments."}
+{"id":"json.dumps","kind":"function","title":"json.dumps - Serialize obj to a JSON formatted str.","text":"Serialize obj to a JSON formatted str."}"#.to_vec(),
+        };
+        let index = CorpusIndex::open_or_build(&corpus, &dir).unwrap();
+        (CorpusPool::new(&index, 2).unwrap(), dir)
+    }
+
+    #[test]
+    fn search_ranks_and_snippets() {
+        let (pool, dir) = pool("search");
+        let s = pool.session().unwrap();
+        let hits = s.search("\"parsing\" OR \"arguments\"", 5).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].id, "argparse");
+        assert!(hits[0].rank < 0.0);
+        assert!(hits[0].snippet.contains("[parsing]"), "{}", hits[0].snippet);
+        assert_eq!(s.count(), 2);
+        assert_eq!(s.get("json.dumps").unwrap().unwrap().kind, "function");
+        assert_eq!(s.get("nope").unwrap(), None);
+        drop(s);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_expressions_are_typed_errors() {
+        let (pool, dir) = pool("bad");
+        let s = pool.session().unwrap();
+        for expr in ["(", "\"unterminated", "nosuchcol: x", "AND", "NEAR(", "^"] {
+            match s.search(expr, 5) {
+                Err(CorpusError::BadExpression(_)) => {}
+                other => panic!("{expr:?} gave {other:?}"),
+            }
+        }
+        assert!(matches!(
+            s.search(" ", 5),
+            Err(CorpusError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            s.search(&"a".repeat(1001), 5),
+            Err(CorpusError::InvalidArgument(_))
+        ));
+        // The session still works after errors.
+        assert_eq!(s.search("json", 5).unwrap().len(), 1);
+        drop(s);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn truncates_on_char_boundaries() {
+        assert_eq!(truncate("aé".into(), 2), "a");
+        assert_eq!(truncate("abc".into(), 5), "abc");
+    }
+}

@@ -1,0 +1,311 @@
+//! Unit tests of the gate: admission, refusal, deadlines, cancellation, FIFO, and a property
+//! test over random sequences. Time is paused (tokio test-util) so deadlines are exact.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use super::*;
+
+fn gate(max_active: usize, max_waiting: usize, wait_ms: u64) -> Gate {
+    Gate::new(GateConfig::new(max_active, max_waiting, Duration::from_millis(wait_ms)).unwrap())
+}
+
+/// Polls once with a waker that does nothing: the test drives the futures by hand.
+fn poll_once(f: &mut Acquire) -> Poll<Result<Lease, Refusal>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    Pin::new(f).poll(&mut cx)
+}
+
+fn statuses(gate: &Gate) -> Vec<EventStatus> {
+    gate.snapshot().events.iter().map(|e| e.status).collect()
+}
+
+use EventStatus::*;
+
+#[tokio::test]
+async fn admits_at_once_and_releases_on_drop() {
+    let gate = gate(2, 0, 100);
+    let a = gate.acquire().await.unwrap();
+    let b = gate.acquire().await.unwrap();
+    assert_eq!(gate.snapshot().active, 2);
+    assert_eq!(gate.snapshot().leases.len(), 2);
+    drop(a);
+    drop(b);
+    let s = gate.snapshot();
+    assert_eq!((s.active, s.waiting), (0, 0));
+    assert_eq!(statuses(&gate), [Admitted, Admitted, Released, Released]);
+    let counts: Vec<(usize, usize)> = s.events.iter().map(|e| (e.active, e.waiting)).collect();
+    assert_eq!(counts, [(1, 0), (2, 0), (1, 0), (0, 0)]);
+}
+
+#[tokio::test]
+async fn a_refused_acquire_never_runs_the_guarded_body() {
+    let gate = gate(1, 0, 100);
+    let ran = AtomicUsize::new(0);
+    let _held = gate.acquire().await.unwrap();
+    match gate.acquire().await {
+        Ok(_lease) => {
+            ran.fetch_add(1, Ordering::SeqCst);
+        }
+        Err(refusal) => {
+            assert!(matches!(refusal, Refusal::QueueFull { .. }));
+            assert!(refusal.retry_after() >= Duration::from_secs(1));
+        }
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(statuses(&gate), [Admitted, QueueFull]);
+    assert_eq!(gate.snapshot().active, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_waiter_is_removed_and_refused() {
+    let gate = gate(1, 1, 150);
+    let held = gate.acquire().await.unwrap();
+    let waiter = tokio::spawn({
+        let gate = gate.clone();
+        async move { gate.acquire().await.map(|_| ()) }
+    });
+    // Time is paused: the waiter's deadline fires only when the runtime has nothing else to do,
+    // after the waiter has queued; auto-advance then jumps straight to it.
+    let refusal = waiter.await.unwrap().unwrap_err();
+    assert!(matches!(refusal, Refusal::WaitTimeout { .. }));
+    let s = gate.snapshot();
+    assert_eq!((s.active, s.waiting), (1, 0));
+    assert_eq!(statuses(&gate), [Admitted, Queued, WaitTimeout]);
+    drop(held);
+    assert_eq!(statuses(&gate), [Admitted, Queued, WaitTimeout, Released]);
+    assert_eq!(gate.snapshot().active, 0);
+}
+
+#[tokio::test]
+async fn a_cancelled_waiter_is_removed() {
+    let gate = gate(1, 4, 60_000);
+    let held = gate.acquire().await.unwrap();
+    let mut waiter = gate.acquire();
+    assert!(poll_once(&mut waiter).is_pending());
+    assert_eq!(gate.snapshot().waiting, 1);
+    drop(waiter);
+    let s = gate.snapshot();
+    assert_eq!((s.active, s.waiting), (1, 0));
+    drop(held);
+    // Nobody was promoted: the cancelled waiter is really gone.
+    assert_eq!(statuses(&gate), [Admitted, Queued, WaitCancelled, Released]);
+    assert_eq!(gate.snapshot().active, 0);
+}
+
+#[tokio::test]
+async fn a_lease_promoted_to_a_cancelled_waiter_is_released_at_once() {
+    let gate = gate(1, 4, 60_000);
+    let held = gate.acquire().await.unwrap();
+    let mut b = gate.acquire();
+    let mut c = gate.acquire();
+    assert!(poll_once(&mut b).is_pending());
+    assert!(poll_once(&mut c).is_pending());
+    // The release promotes B, but B's task is cancelled before it picks the lease up.
+    drop(held);
+    assert_eq!(gate.snapshot().active, 1);
+    drop(b);
+    // B's lease went straight on to C: capacity did not leak, FIFO held.
+    let s = gate.snapshot();
+    assert_eq!((s.active, s.waiting), (1, 0));
+    let lease = match poll_once(&mut c) {
+        Poll::Ready(Ok(lease)) => lease,
+        other => panic!(
+            "C should hold the lease, got {:?}",
+            other.map(|r| r.map(|_| ()))
+        ),
+    };
+    drop(lease);
+    assert_eq!(
+        statuses(&gate),
+        [
+            Admitted, Queued, Queued, Released, Promoted, Released, Promoted, Released
+        ]
+    );
+    assert_eq!(gate.snapshot().active, 0);
+}
+
+#[tokio::test]
+async fn waiters_are_served_in_fifo_order() {
+    let gate = gate(1, 100, 60_000);
+    let mut current = gate.acquire().await.unwrap();
+    let mut waiters: Vec<Acquire> = (0..50).map(|_| gate.acquire()).collect();
+    for w in &mut waiters {
+        assert!(poll_once(w).is_pending());
+    }
+    let mut served = Vec::new();
+    for _ in 0..50 {
+        drop(current);
+        let mut granted = None;
+        for (i, w) in waiters.iter_mut().enumerate() {
+            if served.contains(&i) {
+                continue;
+            }
+            if let Poll::Ready(result) = poll_once(w) {
+                assert!(granted.is_none(), "two waiters granted at once");
+                granted = Some((i, result.unwrap()));
+            }
+        }
+        let (i, lease) = granted.expect("a waiter is granted per release");
+        served.push(i);
+        current = lease;
+    }
+    assert_eq!(served, (0..50).collect::<Vec<_>>());
+    drop(current);
+    assert_eq!(gate.snapshot().active, 0);
+}
+
+#[tokio::test]
+async fn newcomers_do_not_barge_while_anyone_waits() {
+    let gate = gate(1, 4, 60_000);
+    let held = gate.acquire().await.unwrap();
+    let mut b = gate.acquire();
+    assert!(poll_once(&mut b).is_pending());
+    drop(held);
+    // The slot went to B: a newcomer queues behind, even though B has not picked it up yet.
+    let mut newcomer = gate.acquire();
+    assert!(poll_once(&mut newcomer).is_pending());
+    assert!(matches!(poll_once(&mut b), Poll::Ready(Ok(_))));
+}
+
+/// The worker really blocks (on a channel, not a sleep); the task awaiting it is cancelled; the
+/// slot stays held until the worker returns, and is released exactly then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_waiting_task_does_not_release_a_running_workers_lease() {
+    let gate = gate(1, 4, 60_000);
+    let (unblock, blocked) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let (finished_tx, finished) = tokio::sync::oneshot::channel::<()>();
+    let handler = tokio::spawn({
+        let gate = gate.clone();
+        async move {
+            let lease = gate.acquire().await.unwrap();
+            let watch = lease.client_watch();
+            let worker = tokio::task::spawn_blocking(move || {
+                let _ = started_tx.send(());
+                blocked.recv().unwrap();
+                drop(lease);
+                let _ = finished_tx.send(());
+            });
+            worker.await.unwrap();
+            watch.disarm();
+        }
+    });
+    started.await.unwrap();
+    handler.abort();
+    assert!(handler.await.unwrap_err().is_cancelled());
+    let s = gate.snapshot();
+    assert_eq!(
+        s.active, 1,
+        "the lease was released with the task, not the worker"
+    );
+    assert_eq!(s.client_gone, 1);
+    assert_eq!(statuses(&gate), [Admitted]);
+    unblock.send(()).unwrap();
+    finished.await.unwrap();
+    let s = gate.snapshot();
+    assert_eq!((s.active, s.client_gone), (0, 0));
+    assert_eq!(statuses(&gate), [Admitted, Released]);
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Acquire,
+        PollAll,
+        Cancel(usize),
+        Release(usize),
+        Advance(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => Just(Op::Acquire),
+            3 => Just(Op::PollAll),
+            1 => any::<usize>().prop_map(Op::Cancel),
+            2 => any::<usize>().prop_map(Op::Release),
+            1 => (1u64..300).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn random_sequences_keep_the_invariants(
+            max_active in 1usize..4,
+            max_waiting in 0usize..4,
+            ops in proptest::collection::vec(op(), 1..30),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let gate = gate(max_active, max_waiting, 200);
+                // Each pending acquisition remembers whether it ever queued.
+                let mut pending: Vec<(Acquire, bool)> = Vec::new();
+                let mut leases: Vec<Lease> = Vec::new();
+                let mut granted_from_queue: Vec<u64> = Vec::new();
+                for op in ops {
+                    match op {
+                        Op::Acquire => pending.push((gate.acquire(), false)),
+                        Op::PollAll => {}
+                        Op::Cancel(i) if !pending.is_empty() => {
+                            let i = i % pending.len();
+                            drop(pending.remove(i));
+                        }
+                        Op::Release(i) if !leases.is_empty() => {
+                            let i = i % leases.len();
+                            drop(leases.remove(i));
+                        }
+                        Op::Advance(ms) => tokio::time::advance(Duration::from_millis(ms)).await,
+                        _ => {}
+                    }
+                    // Poll every pending acquisition in creation order.
+                    let mut still = Vec::new();
+                    for (mut f, queued) in pending.drain(..) {
+                        match poll_once(&mut f) {
+                            Poll::Pending => still.push((f, true)),
+                            Poll::Ready(Ok(lease)) => {
+                                if queued {
+                                    granted_from_queue.push(lease.ticket());
+                                }
+                                leases.push(lease);
+                            }
+                            Poll::Ready(Err(_)) => {}
+                        }
+                    }
+                    pending = still;
+                    let s = gate.snapshot();
+                    prop_assert!(s.active <= max_active);
+                    prop_assert!(s.waiting <= max_waiting);
+                    prop_assert_eq!(s.active, s.leases.len());
+                    prop_assert!(leases.len() <= s.active);
+                }
+                // FIFO: waiters got their leases in arrival (ticket) order.
+                prop_assert!(
+                    granted_from_queue.windows(2).all(|w| w[0] < w[1]),
+                    "not FIFO: {:?}", granted_from_queue
+                );
+                drop(pending);
+                drop(leases);
+                let s = gate.snapshot();
+                prop_assert_eq!((s.active, s.waiting), (0, 0));
+                // Every lease handed out was released exactly once (the log holds them all).
+                prop_assert!(s.events.len() < MAX_EVENTS);
+                let released = s.events.iter().filter(|e| e.status == Released).count();
+                let handed_out = s.events.iter().filter(|e| matches!(e.status, Admitted | Promoted)).count();
+                prop_assert_eq!(released, handed_out);
+                Ok(())
+            })?;
+        }
+    }
+}

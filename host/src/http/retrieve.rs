@@ -1,0 +1,281 @@
+//! `POST /retrieve`: validate, run the plugin on a blocking worker thread, answer.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{ApiError, AppState};
+use crate::plugin::Source;
+
+/// Largest request body accepted (413 beyond): a question is at most 500 characters.
+pub const MAX_BODY_BYTES: usize = 8 * 1024;
+/// Longest question, in characters.
+pub const MAX_QUESTION_CHARS: usize = 500;
+/// Allowed `limit` values and the default.
+pub const LIMIT_RANGE: std::ops::RangeInclusive<u64> = 1..=20;
+/// `limit` when the request gives none.
+pub const DEFAULT_LIMIT: u32 = 5;
+
+/// A validated retrieval request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrieveRequest {
+    /// 1..=500 characters, not blank.
+    pub question: String,
+    /// 1..=20.
+    pub limit: u32,
+}
+
+impl RetrieveRequest {
+    /// Validates a JSON body: 400 when it is not JSON, 422 when it is JSON of the wrong shape.
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        let value: Value = serde_json::from_slice(body).map_err(|e| {
+            ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("body is not valid JSON: {e}"),
+            )
+        })?;
+        let Value::Object(mut fields) = value else {
+            return Err(ApiError::unprocessable(
+                "not_an_object",
+                "body must be a JSON object like {\"question\": \"...\", \"limit\": 5}",
+            ));
+        };
+        let question = match fields.remove("question") {
+            None => {
+                return Err(ApiError::unprocessable(
+                    "missing_question",
+                    "field `question` is required",
+                ));
+            }
+            Some(Value::String(q)) => q,
+            Some(_) => {
+                return Err(ApiError::unprocessable(
+                    "invalid_question",
+                    "`question` must be a string",
+                ));
+            }
+        };
+        let limit = match fields.remove("limit") {
+            None => DEFAULT_LIMIT,
+            Some(v) => match v.as_u64().filter(|n| LIMIT_RANGE.contains(n)) {
+                Some(n) => n as u32,
+                None => {
+                    return Err(ApiError::unprocessable(
+                        "invalid_limit",
+                        format!("`limit` must be an integer from 1 to 20, got {v}"),
+                    ));
+                }
+            },
+        };
+        if let Some(unknown) = fields.keys().next() {
+            return Err(ApiError::unprocessable(
+                "unknown_field",
+                format!("unknown field `{unknown}`; allowed: `question`, `limit`"),
+            ));
+        }
+        if question.trim().is_empty() {
+            return Err(ApiError::unprocessable(
+                "blank_question",
+                "`question` must not be empty or blank",
+            ));
+        }
+        let chars = question.chars().count();
+        if chars > MAX_QUESTION_CHARS {
+            return Err(ApiError::unprocessable(
+                "question_too_long",
+                format!(
+                    "`question` has {chars} characters; at most {MAX_QUESTION_CHARS} are allowed"
+                ),
+            ));
+        }
+        Ok(Self { question, limit })
+    }
+}
+
+/// A 200 answer.
+#[derive(Debug, Serialize)]
+pub struct RetrieveResponse {
+    /// Always `completed`.
+    pub status: &'static str,
+    /// Best first.
+    pub sources: Vec<SourceBody>,
+    /// Which plugin answered.
+    pub plugin: PluginBody,
+    /// Process-unique request id.
+    pub request_id: u64,
+}
+
+/// One source in a response.
+#[derive(Debug, Serialize)]
+pub struct SourceBody {
+    id: String,
+    title: String,
+    score: f64,
+    snippet: String,
+}
+
+/// The plugin that served a response.
+#[derive(Debug, Serialize)]
+pub struct PluginBody {
+    name: String,
+    sha256: String,
+}
+
+impl From<Source> for SourceBody {
+    fn from(s: Source) -> Self {
+        Self {
+            id: s.id,
+            title: s.title,
+            score: s.score,
+            snippet: s.snippet,
+        }
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// `POST /retrieve`.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<RetrieveResponse>, ApiError> {
+    if !is_json(&headers) {
+        return Err(ApiError::invalid(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as JSON with `Content-Type: application/json`",
+        ));
+    }
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::invalid(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("body is larger than {MAX_BODY_BYTES} bytes"),
+            )
+        } else {
+            ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                "unreadable_body",
+                rejection.body_text(),
+            )
+        }
+    })?;
+    let request = RetrieveRequest::parse(&body)?;
+
+    let request_id = state.next_request_id();
+    let plugin = state.plugin.clone();
+    // The plugin call blocks its thread until the plugin returns (WASI's sync bindings, SQLite).
+    let worker = tokio::task::spawn_blocking(move || {
+        plugin.retrieve(&request.question, request.limit, request_id)
+    });
+    match worker.await {
+        Ok(Ok(sources)) => Ok(Json(RetrieveResponse {
+            status: "completed",
+            sources: sources.into_iter().map(SourceBody::from).collect(),
+            plugin: PluginBody {
+                name: state.plugin.name().to_owned(),
+                sha256: state.plugin.sha256().to_owned(),
+            },
+            request_id,
+        })),
+        Ok(Err(error)) => {
+            tracing::error!(request_id, plugin = state.plugin.name(), %error, "plugin call failed");
+            Err(ApiError::Internal { request_id })
+        }
+        Err(join) => {
+            tracing::error!(request_id, plugin = state.plugin.name(), error = %join, "plugin worker panicked");
+            Err(ApiError::Internal { request_id })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(body: &str) -> (StatusCode, &'static str) {
+        match RetrieveRequest::parse(body.as_bytes()) {
+            Err(ApiError::Invalid { status, code, .. }) => (status, code),
+            other => panic!("{body} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_requests() {
+        let r = RetrieveRequest::parse(br#"{"question":"json"}"#).unwrap();
+        assert_eq!(
+            r,
+            RetrieveRequest {
+                question: "json".into(),
+                limit: 5
+            }
+        );
+        let r = RetrieveRequest::parse(br#"{"question":"json","limit":20}"#).unwrap();
+        assert_eq!(r.limit, 20);
+        let q = "é".repeat(500);
+        assert!(
+            RetrieveRequest::parse(serde_json::json!({"question": q}).to_string().as_bytes())
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn invalid_requests_get_their_code() {
+        let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+        assert_eq!(code("{"), (StatusCode::BAD_REQUEST, "malformed_json"));
+        assert_eq!(
+            code(r#"{"question":"a"} x"#),
+            (StatusCode::BAD_REQUEST, "malformed_json")
+        );
+        assert_eq!(code("[1]"), (unprocessable, "not_an_object"));
+        assert_eq!(code("{}"), (unprocessable, "missing_question"));
+        assert_eq!(
+            code(r#"{"question":7}"#),
+            (unprocessable, "invalid_question")
+        );
+        assert_eq!(
+            code(r#"{"question":"  \n"}"#),
+            (unprocessable, "blank_question")
+        );
+        assert_eq!(
+            code(r#"{"question":""}"#),
+            (unprocessable, "blank_question")
+        );
+        assert_eq!(
+            code(&format!(r#"{{"question":"{}"}}"#, "a".repeat(501))),
+            (unprocessable, "question_too_long")
+        );
+        for limit in ["0", "21", "-1", "2.5", "\"5\"", "null"] {
+            assert_eq!(
+                code(&format!(r#"{{"question":"a","limit":{limit}}}"#)),
+                (unprocessable, "invalid_limit")
+            );
+        }
+        assert_eq!(
+            code(r#"{"question":"a","delay_ms":5}"#),
+            (unprocessable, "unknown_field")
+        );
+    }
+}

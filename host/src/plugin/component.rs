@@ -1,0 +1,185 @@
+//! A loaded plugin: compiled once, pre-linked (`InstancePre`), instantiated fresh for every call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::Store;
+
+use super::bindings::{RetrievalPluginPre, Source};
+use super::host::{HostState, PluginConfig, limiter};
+use super::{PluginError, PluginRuntime};
+use crate::corpus::CorpusPool;
+
+/// The default retrieval plugin, built from `plugins/retrieval` and embedded in the binary.
+static EMBEDDED_RETRIEVAL: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/plugins/retrieval.wasm"));
+
+/// Longest title and snippet a plugin may return, in bytes (the contract's bounds).
+const MAX_SOURCE_TITLE: usize = 512;
+const MAX_SOURCE_SNIPPET: usize = 1024;
+
+/// Where a plugin's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    /// The retrieval plugin embedded in the binary.
+    Embedded,
+    /// A `.wasm` component file chosen by the operator.
+    File(PathBuf),
+}
+
+/// A compiled, linked plugin ready to serve calls from any thread.
+pub struct Plugin {
+    name: Arc<str>,
+    sha256: String,
+    pre: RetrievalPluginPre<HostState>,
+    corpus: CorpusPool,
+    config: Arc<PluginConfig>,
+    memory_limit: usize,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    /// Reads, hashes, compiles (or loads from the precompiled cache) and links a component,
+    /// checking that it fits the `retrieval-plugin` world.
+    pub fn load(
+        runtime: &PluginRuntime,
+        source: &PluginSource,
+        config: PluginConfig,
+        corpus: CorpusPool,
+    ) -> Result<Self, PluginError> {
+        let (name, bytes) = match source {
+            PluginSource::Embedded => ("retrieval".to_owned(), EMBEDDED_RETRIEVAL.to_vec()),
+            PluginSource::File(path) => {
+                let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                let name = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "plugin".to_owned());
+                (name, bytes)
+            }
+        };
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let component = runtime.compile(&name, &bytes, &sha256)?;
+        let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
+            name: name.clone(),
+            reason: format!("{e:#}"),
+        };
+        let instance_pre = runtime
+            .linker
+            .instantiate_pre(&component)
+            .map_err(incompatible)?;
+        let pre = RetrievalPluginPre::new(instance_pre).map_err(incompatible)?;
+        Ok(Self {
+            name: name.into(),
+            sha256,
+            pre,
+            corpus,
+            config: Arc::new(config),
+            memory_limit: runtime.options.memory_limit,
+        })
+    }
+
+    /// The plugin's name (file stem, or `retrieval` for the embedded one).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// sha256 of the component's bytes, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The corpus the plugin's sessions read.
+    pub fn corpus(&self) -> &CorpusPool {
+        &self.corpus
+    }
+
+    /// Runs one `retrieve` call on a fresh instance, blocking the current thread until the plugin
+    /// returns. Must not run on an async runtime's worker thread (WASI's sync bindings block).
+    ///
+    /// Every corpus session the call opened is closed before this returns, whatever the outcome:
+    /// they live in the call's store, which is dropped here.
+    pub fn retrieve(
+        &self,
+        question: &str,
+        limit: u32,
+        request_id: u64,
+    ) -> Result<Vec<Source>, PluginError> {
+        let state = HostState::new(
+            self.corpus.clone(),
+            Arc::clone(&self.config),
+            Arc::clone(&self.name),
+            request_id,
+            self.memory_limit,
+        );
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(limiter);
+        let outcome = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
+        self.log_output(&store, request_id);
+        // A trap poisons the instance; the store (and with it every open session) goes now.
+        drop(store);
+        let sources = match outcome {
+            Ok(Ok(sources)) => sources,
+            Ok(Err(guest)) => return Err(PluginError::Guest(guest)),
+            Err(trap) => return Err(PluginError::Trap(format!("{trap:#}"))),
+        };
+        check_sources(&sources, limit)?;
+        Ok(sources)
+    }
+
+    fn log_output(&self, store: &Store<HostState>, request_id: u64) {
+        let state = store.data();
+        for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
+            let bytes = pipe.contents();
+            if !bytes.is_empty() {
+                tracing::info!(
+                    plugin = &*self.name,
+                    request_id,
+                    stream,
+                    "{}",
+                    String::from_utf8_lossy(&bytes).trim_end()
+                );
+            }
+        }
+    }
+}
+
+/// The host checks what the contract promises clients, whatever the plugin did.
+fn check_sources(sources: &[Source], limit: u32) -> Result<(), PluginError> {
+    if sources.len() > limit as usize {
+        return Err(PluginError::Contract(format!(
+            "returned {} sources for limit {limit}",
+            sources.len()
+        )));
+    }
+    for s in sources {
+        if !s.score.is_finite() {
+            return Err(PluginError::Contract(format!(
+                "source {:?} has score {}",
+                s.id, s.score
+            )));
+        }
+        if s.title.len() > MAX_SOURCE_TITLE || s.snippet.len() > MAX_SOURCE_SNIPPET {
+            return Err(PluginError::Contract(format!(
+                "source {:?} has a title or snippet over its bound",
+                s.id
+            )));
+        }
+    }
+    Ok(())
+}

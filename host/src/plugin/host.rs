@@ -1,0 +1,202 @@
+//! What a plugin instance can reach: its corpus sessions, its operator-given config, the log —
+//! and a WASI context that grants nothing (no files, sockets, environment or arguments).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime::{ResourceLimiter, StoreLimits};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::turnstile::retrieval::{config, corpus, log};
+use crate::corpus::{CorpusError, CorpusPool, CorpusSession};
+
+/// Operator-provided `KEY=VALUE` settings of a plugin (`--plugin-config`).
+pub type PluginConfig = BTreeMap<String, String>;
+
+/// At most this many corpus sessions may be open at once within one call; it bounds how many
+/// pooled connections a single (possibly hostile) plugin call can hold.
+pub const MAX_OPEN_SESSIONS: usize = 4;
+/// Bytes of a plugin's stdout and of its stderr kept per call for the server log.
+pub const MAX_CAPTURED_OUTPUT: usize = 16 * 1024;
+/// Longest log message kept, in bytes.
+pub const MAX_LOG_MESSAGE: usize = 4 * 1024;
+
+/// The data of one call's `Store`. Dropping it (with the store) closes every session still open.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(super) limits: StoreLimits,
+    corpus: CorpusPool,
+    config: Arc<PluginConfig>,
+    plugin: Arc<str>,
+    request_id: u64,
+    open_sessions: usize,
+    pub(super) stdout: MemoryOutputPipe,
+    pub(super) stderr: MemoryOutputPipe,
+}
+
+impl HostState {
+    pub(super) fn new(
+        corpus: CorpusPool,
+        config: Arc<PluginConfig>,
+        plugin: Arc<str>,
+        request_id: u64,
+        memory_limit: usize,
+    ) -> Self {
+        let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
+        let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
+        // Deny by default: no preopened directories, no environment, no arguments, no stdin;
+        // sockets and name lookup are switched off (not merely given an empty allow-list).
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let limits = wasmtime::StoreLimitsBuilder::new()
+            .memory_size(memory_limit)
+            .instances(16)
+            .tables(16)
+            .memories(4)
+            .trap_on_grow_failure(true)
+            .build();
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            corpus,
+            config,
+            plugin,
+            request_id,
+            open_sessions: 0,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// The store's limiter is the `StoreLimits` inside the state.
+pub(super) fn limiter(state: &mut HostState) -> &mut dyn ResourceLimiter {
+    &mut state.limits
+}
+
+fn to_wit(error: CorpusError) -> corpus::CorpusError {
+    match error {
+        CorpusError::BadExpression(m) => corpus::CorpusError::BadExpression(m),
+        CorpusError::InvalidArgument(m) => corpus::CorpusError::InvalidArgument(m),
+        other => {
+            tracing::error!(error = %other, "corpus query failed");
+            corpus::CorpusError::Internal("corpus query failed".into())
+        }
+    }
+}
+
+impl corpus::Host for HostState {}
+
+impl corpus::HostSession for HostState {
+    fn open(&mut self) -> wasmtime::Result<Result<Resource<CorpusSession>, corpus::CorpusError>> {
+        if self.open_sessions >= MAX_OPEN_SESSIONS {
+            return Ok(Err(corpus::CorpusError::TooManySessions));
+        }
+        let session = match self.corpus.session() {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(to_wit(e))),
+        };
+        let handle = self.table.push(session)?;
+        self.open_sessions += 1;
+        Ok(Ok(handle))
+    }
+
+    fn search(
+        &mut self,
+        session: Resource<CorpusSession>,
+        expression: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<corpus::Candidate>, corpus::CorpusError>> {
+        let session = self.table.get(&session)?;
+        Ok(session
+            .search(&expression, limit)
+            .map(|hits| {
+                hits.into_iter()
+                    .map(|c| corpus::Candidate {
+                        id: c.id,
+                        title: c.title,
+                        snippet: c.snippet,
+                        rank: c.rank,
+                    })
+                    .collect()
+            })
+            .map_err(to_wit))
+    }
+
+    fn get(
+        &mut self,
+        session: Resource<CorpusSession>,
+        id: String,
+    ) -> wasmtime::Result<Result<Option<corpus::Document>, corpus::CorpusError>> {
+        let session = self.table.get(&session)?;
+        Ok(session
+            .get(&id)
+            .map(|doc| {
+                doc.map(|d| corpus::Document {
+                    id: d.id,
+                    kind: d.kind,
+                    title: d.title,
+                    text: d.text,
+                })
+            })
+            .map_err(to_wit))
+    }
+
+    fn count(
+        &mut self,
+        session: Resource<CorpusSession>,
+    ) -> wasmtime::Result<Result<u64, corpus::CorpusError>> {
+        Ok(Ok(self.table.get(&session)?.count()))
+    }
+
+    fn drop(&mut self, session: Resource<CorpusSession>) -> wasmtime::Result<()> {
+        // Deleting the entry drops the session, which returns its connection to the pool.
+        self.table.delete(session)?;
+        self.open_sessions -= 1;
+        Ok(())
+    }
+}
+
+impl config::Host for HostState {
+    fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.config.get(&key).cloned())
+    }
+}
+
+impl log::Host for HostState {
+    fn write(&mut self, level: log::Level, mut message: String) -> wasmtime::Result<()> {
+        if message.len() > MAX_LOG_MESSAGE {
+            let mut end = MAX_LOG_MESSAGE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+        }
+        let (plugin, request_id) = (&*self.plugin, self.request_id);
+        match level {
+            log::Level::Debug => tracing::debug!(plugin, request_id, "{message}"),
+            log::Level::Info => tracing::info!(plugin, request_id, "{message}"),
+            log::Level::Warn => tracing::warn!(plugin, request_id, "{message}"),
+            log::Level::Error => tracing::error!(plugin, request_id, "{message}"),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! The process's one wasmtime `Engine` and `Linker`, and compiling components through a cache of
+//! precompiled artifacts that only this host wrote.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::PluginError;
+use super::bindings::RetrievalPlugin;
+use super::host::HostState;
+
+/// How instances get their memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocator {
+    /// Slots reserved up front and reused: instantiation is a few microseconds.
+    Pooling,
+    /// Memory mapped per instance: the fallback where the pool's address space cannot be had.
+    OnDemand,
+}
+
+/// Settings of the runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Cap on one instance's linear memory, in bytes; growth past it traps.
+    pub memory_limit: usize,
+    /// Instances that may exist at once (the pool's size): at least the gate's `max_active`.
+    pub max_instances: u32,
+    /// Where precompiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Try the pooling allocator first (falls back to on-demand if it cannot be set up).
+    pub pooling: bool,
+}
+
+/// The engine and linker shared by every plugin of the process.
+pub struct PluginRuntime {
+    pub(super) engine: Engine,
+    pub(super) linker: Linker<HostState>,
+    pub(super) options: RuntimeOptions,
+    allocator: Allocator,
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    // Deliberately no epoch interruption and no fuel: a plugin call is never cut short by the
+    // host. It keeps its worker thread, and so its lease, until it returns (or traps).
+    config.epoch_interruption(false);
+    config.consume_fuel(false);
+    config.wasm_component_model(true);
+    config
+}
+
+impl PluginRuntime {
+    /// Builds the engine (pooling allocator when possible) and a linker with the WASI imports a
+    /// Rust component needs — all granting nothing — plus turnstile's own imports.
+    pub fn new(options: RuntimeOptions) -> Result<Self, PluginError> {
+        let mut engine_and_allocator = None;
+        if options.pooling {
+            let mut pool = PoolingAllocationConfig::default();
+            let n = options.max_instances.max(1);
+            pool.total_component_instances(n)
+                .total_core_instances(n.saturating_mul(4))
+                .total_memories(n.saturating_mul(2))
+                .total_tables(n.saturating_mul(4))
+                .total_stacks(n)
+                .max_memory_size(options.memory_limit);
+            let mut config = base_config();
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+            match Engine::new(&config) {
+                Ok(engine) => engine_and_allocator = Some((engine, Allocator::Pooling)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "pooling allocator unavailable; using on-demand allocation")
+                }
+            }
+        }
+        let (engine, allocator) = match engine_and_allocator {
+            Some(found) => found,
+            None => (
+                Engine::new(&base_config()).map_err(|e| PluginError::Engine(e.to_string()))?,
+                Allocator::OnDemand,
+            ),
+        };
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| PluginError::Engine(e.to_string()))?;
+        RetrievalPlugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| PluginError::Engine(e.to_string()))?;
+        Ok(Self {
+            engine,
+            linker,
+            options,
+            allocator,
+        })
+    }
+
+    /// The allocator in use.
+    pub fn allocator(&self) -> Allocator {
+        self.allocator
+    }
+
+    /// Compiles `bytes`, or loads the artifact this host precompiled for the same component
+    /// (by sha256) and the same engine settings.
+    pub(super) fn compile(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<Component, PluginError> {
+        let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
+            name: name.to_owned(),
+            reason: format!("{e:#}"),
+        };
+        let Some(dir) = &self.options.cache_dir else {
+            return Component::new(&self.engine, bytes).map_err(incompatible);
+        };
+        let mut engine_hash = DefaultHasher::new();
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut engine_hash);
+        let path = dir.join(format!("{sha256}-{:016x}.cwasm", engine_hash.finish()));
+        if let Some(component) = self.load_cached(&path) {
+            return Ok(component);
+        }
+        let artifact = self
+            .engine
+            .precompile_component(bytes)
+            .map_err(incompatible)?;
+        if let Err(e) = store_artifact(dir, &path, &artifact) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot cache precompiled plugin");
+        }
+        self.deserialize_own(&artifact)
+            .ok_or_else(|| PluginError::Engine("freshly precompiled artifact did not load".into()))
+    }
+
+    fn load_cached(&self, path: &Path) -> Option<Component> {
+        let artifact = std::fs::read(path).ok()?;
+        let recorded = std::fs::read_to_string(path.with_extension("cwasm.sha256")).ok()?;
+        // The digest file guards against a truncated or half-written artifact; the directory is
+        // private to this host (created 0700), which is what makes the artifact trusted.
+        if hex::encode(Sha256::digest(&artifact)) != recorded.trim() {
+            tracing::warn!(path = %path.display(), "precompiled plugin does not match its digest; recompiling");
+            return None;
+        }
+        self.deserialize_own(&artifact)
+    }
+
+    #[allow(unsafe_code)]
+    fn deserialize_own(&self, artifact: &[u8]) -> Option<Component> {
+        // SAFETY: `Component::deserialize` trusts its input to be machine code this engine
+        // produced. `artifact` is either what `precompile_component` returned a moment ago or a
+        // file this host wrote into its private cache directory, checked against the digest it
+        // recorded beside it; wasmtime itself also checks the engine settings it was built with.
+        match unsafe { Component::deserialize(&self.engine, artifact) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(error = %e, "precompiled plugin rejected; recompiling");
+                None
+            }
+        }
+    }
+}
+
+fn store_artifact(dir: &Path, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let tmp = path.with_extension(format!("{}.tmp", crate::unique_suffix()));
+    std::fs::write(&tmp, artifact)?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::write(
+        path.with_extension("cwasm.sha256"),
+        hex::encode(Sha256::digest(artifact)),
+    )
+}

@@ -1,0 +1,166 @@
+//! turnstile's default retrieval plugin.
+//!
+//! It turns an untrusted question into a safe FTS5 expression — every term is a quoted string, so
+//! FTS5 syntax typed by a user (`AND`, `NEAR`, `*`, `"`, `:`…) is inert — searches the corpus through
+//! the host's `session`, and returns the best `limit` sources, scored by negated bm25.
+
+// wit-bindgen generates the ABI glue (`unsafe`, exported by symbol name) and undocumented
+// binding items; a guest cdylib has no Rust API to document.
+#![allow(unsafe_code, missing_docs)]
+
+wit_bindgen::generate!({
+    world: "retrieval-plugin",
+    path: "../../wit",
+});
+
+use turnstile::retrieval::corpus::{CorpusError, Session};
+use turnstile::retrieval::log::{self, Level};
+
+/// Candidates fetched per requested source, for re-ranking (bounded by the host's 50).
+const CANDIDATES_PER_RESULT: u32 = 4;
+const MAX_CANDIDATES: u32 = 50;
+/// How much naming the object (segments of its id) moves a candidate, relative to bm25.
+const ID_WEIGHT: f64 = 0.2;
+
+/// Questions longer than this many terms are cut: a longer OR-expression only adds noise and cost.
+const MAX_TERMS: usize = 32;
+
+/// English function words that carry no retrieval signal in a question.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does",
+    "for", "from", "get", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
+    "on", "or", "should", "so", "that", "the", "their", "them", "then", "there", "these", "this",
+    "to", "use", "using", "was", "way", "we", "what", "when", "where", "which", "who", "why",
+    "will", "with", "would", "you", "your",
+];
+
+struct Retrieval;
+
+impl Guest for Retrieval {
+    fn retrieve(question: String, limit: u32) -> Result<Vec<Source>, RetrieveError> {
+        let terms = terms(&question);
+        let Some(expression) = fts_expression(&terms) else {
+            log::write(Level::Debug, "question has no searchable terms");
+            return Ok(Vec::new());
+        };
+        let session = Session::open().map_err(corpus_error)?;
+        // Take a wider pool than asked for, then re-rank it with what bm25 cannot see: whether
+        // the question names the documented object itself.
+        let pool = (limit.saturating_mul(CANDIDATES_PER_RESULT)).min(MAX_CANDIDATES);
+        let candidates = session.search(&expression, pool).map_err(corpus_error)?;
+        let mut sources: Vec<Source> = candidates
+            .into_iter()
+            .filter(|c| c.rank.is_finite())
+            .map(|c| Source {
+                score: -c.rank * (1.0 + ID_WEIGHT * id_match(&c.id, &terms)),
+                id: c.id,
+                title: c.title,
+                snippet: c.snippet,
+            })
+            .collect();
+        sources.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        sources.truncate(limit as usize);
+        Ok(sources)
+    }
+}
+
+fn corpus_error(error: CorpusError) -> RetrieveError {
+    RetrieveError::Corpus(format!("{error:?}"))
+}
+
+/// Lowercased alphanumeric terms of `question`, stop words dropped (unless nothing else is left),
+/// deduplicated in order of appearance.
+fn terms(question: &str) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for word in question
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_lowercase();
+        if !all.contains(&word) {
+            all.push(word);
+        }
+    }
+    let content: Vec<String> = all
+        .iter()
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .cloned()
+        .collect();
+    let mut chosen = if content.is_empty() { all } else { content };
+    chosen.truncate(MAX_TERMS);
+    chosen
+}
+
+/// How well a document id matches the question's terms: +1 for each id segment (split on `.`
+/// and `_`, lowercased) that is a term, -0.5 for each that is not. `asyncio.Semaphore` matches
+/// "asyncio semaphore" better than `asyncio.Semaphore.locked` or `asyncio.BoundedSemaphore`.
+fn id_match(id: &str, terms: &[String]) -> f64 {
+    let id = id.strip_prefix("topic:").unwrap_or(id);
+    id.split(['.', '_'])
+        .filter(|s| !s.is_empty())
+        .map(|segment| {
+            if terms.iter().any(|t| t.eq_ignore_ascii_case(segment)) {
+                1.0
+            } else {
+                -0.5
+            }
+        })
+        .sum()
+}
+
+/// An FTS5 expression that ORs every term as a quoted string, or `None` when there is no term.
+fn fts_expression(terms: &[String]) -> Option<String> {
+    if terms.is_empty() {
+        return None;
+    }
+    Some(
+        terms
+            .iter()
+            // Terms hold only alphanumerics and `_`, but double any quote anyway: that is FTS5's
+            // escape inside a string, so the expression stays inert whatever the tokenizer does.
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+export!(Retrieval);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_stop_words_and_quotes_terms() {
+        assert_eq!(
+            fts_expression(&terms("How do I parse command line arguments?")).as_deref(),
+            Some("\"parse\" OR \"command\" OR \"line\" OR \"arguments\"")
+        );
+    }
+
+    #[test]
+    fn fts_syntax_in_the_question_is_inert() {
+        let expr = fts_expression(&terms("NEAR(a b) OR \"x\" * col:^y")).unwrap_or_default();
+        assert_eq!(expr, "\"near\" OR \"b\" OR \"x\" OR \"col\" OR \"y\"");
+    }
+
+    #[test]
+    fn stop_words_only_still_searches() {
+        assert_eq!(
+            fts_expression(&terms("how is it")).as_deref(),
+            Some("\"how\" OR \"is\" OR \"it\"")
+        );
+    }
+
+    #[test]
+    fn naming_the_object_ranks_it_higher() {
+        let t = terms("limit concurrency with an asyncio semaphore");
+        assert!(id_match("asyncio.Semaphore", &t) > id_match("asyncio.Semaphore.locked", &t));
+        assert!(id_match("asyncio.Semaphore", &t) > id_match("asyncio.BoundedSemaphore", &t));
+    }
+
+    #[test]
+    fn no_terms_at_all() {
+        assert_eq!(fts_expression(&terms("?! 🙂 …")), None);
+    }
+}

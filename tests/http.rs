@@ -1,0 +1,305 @@
+//! End-to-end tests of `/retrieve` over real HTTP with real wasm components.
+
+mod support;
+
+use serde_json::json;
+use support::{TestServer, ids};
+use turnstile::components;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_with_relevant_sources() {
+    let server = TestServer::start(&[]).await;
+    for (question, expected) in [
+        ("How do I parse command line arguments?", "argparse"),
+        (
+            "serialize an object to a JSON formatted string",
+            "json.dumps",
+        ),
+        (
+            "limit concurrency with an asyncio semaphore",
+            "asyncio.Semaphore",
+        ),
+        ("split a URL into its components", "urllib.parse.urlparse"),
+    ] {
+        let (status, body) = server.retrieve(json!({"question": question})).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["status"], "completed");
+        assert_eq!(body["plugin"]["name"], "retrieval");
+        let ids = ids(&body);
+        assert!(ids.len() <= 5);
+        assert!(
+            ids.iter().any(|id| id == expected),
+            "{question:?}: {expected} not in {ids:?}"
+        );
+        let scores: Vec<f64> = body["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["score"].as_f64().unwrap())
+            .collect();
+        assert!(
+            scores.windows(2).all(|w| w[0] >= w[1]),
+            "scores not best-first: {scores:?}"
+        );
+        for s in body["sources"].as_array().unwrap() {
+            assert!(!s["title"].as_str().unwrap().is_empty());
+            assert!(s["snippet"].is_string());
+        }
+    }
+    let (status, body) = server
+        .retrieve(json!({"question": "json", "limit": 2}))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(&body).len(), 2);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fts_syntax_in_questions_is_inert() {
+    let server = TestServer::start(&[]).await;
+    for question in [
+        "NEAR(json dumps) AND OR NOT * \" ( ) : ^",
+        "\"unbalanced",
+        "title:json",
+        "🙂 émoji ünïcode 日本語",
+        "the and of to",
+        "?!",
+    ] {
+        let (status, body) = server.retrieve(json!({"question": question})).await;
+        assert_eq!(status, 200, "{question:?} → {body}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
+    let server = TestServer::start(&[]).await;
+    let opened_before = server.state.plugin.corpus().sessions_opened();
+    let url = server.url("/retrieve");
+    let post = |content_type: Option<&'static str>, body: Vec<u8>| {
+        let mut request = server.client.post(&url).body(body);
+        if let Some(ct) = content_type {
+            request = request.header("content-type", ct);
+        }
+        request.send()
+    };
+    let json_ct = Some("application/json");
+    let cases: Vec<(Option<&'static str>, Vec<u8>, u16, &str)> = vec![
+        (
+            None,
+            br#"{"question":"json"}"#.to_vec(),
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            Some("text/plain"),
+            br#"{"question":"json"}"#.to_vec(),
+            415,
+            "unsupported_media_type",
+        ),
+        (json_ct, vec![b' '; 9 * 1024], 413, "body_too_large"),
+        (json_ct, b"{\"question\":".to_vec(), 400, "malformed_json"),
+        (json_ct, b"not json".to_vec(), 400, "malformed_json"),
+        (json_ct, b"[]".to_vec(), 422, "not_an_object"),
+        (json_ct, b"{}".to_vec(), 422, "missing_question"),
+        (
+            json_ct,
+            br#"{"question":null}"#.to_vec(),
+            422,
+            "invalid_question",
+        ),
+        (
+            json_ct,
+            br#"{"question":"   "}"#.to_vec(),
+            422,
+            "blank_question",
+        ),
+        (
+            json_ct,
+            json!({"question": "x".repeat(501)})
+                .to_string()
+                .into_bytes(),
+            422,
+            "question_too_long",
+        ),
+        (
+            json_ct,
+            br#"{"question":"json","limit":0}"#.to_vec(),
+            422,
+            "invalid_limit",
+        ),
+        (
+            json_ct,
+            br#"{"question":"json","limit":21}"#.to_vec(),
+            422,
+            "invalid_limit",
+        ),
+        (
+            json_ct,
+            br#"{"question":"json","limit":"5"}"#.to_vec(),
+            422,
+            "invalid_limit",
+        ),
+        (
+            json_ct,
+            br#"{"question":"json","plugin":"fault"}"#.to_vec(),
+            422,
+            "unknown_field",
+        ),
+        (
+            json_ct,
+            br#"{"question":"json","delay_ms":1000}"#.to_vec(),
+            422,
+            "unknown_field",
+        ),
+    ];
+    for (content_type, body, status, code) in cases {
+        let response = post(content_type, body).await.unwrap();
+        assert_eq!(
+            response.status().as_u16(),
+            status,
+            "{content_type:?} {code}"
+        );
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["status"], "invalid_request", "{body}");
+        assert_eq!(body["error"], code, "{body}");
+        assert!(!body["detail"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(
+        server.state.plugin.corpus().sessions_opened(),
+        opened_before,
+        "an invalid request reached the plugin"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_opened_per_call_and_closed_after_it() {
+    let server = TestServer::start(&[]).await;
+    let corpus = server.state.plugin.corpus().clone();
+    let before = corpus.sessions_opened();
+    for _ in 0..3 {
+        let (status, _) = server.retrieve(json!({"question": "json"})).await;
+        assert_eq!(status, 200);
+        assert_eq!(corpus.live_sessions(), 0);
+    }
+    assert_eq!(corpus.sessions_opened(), before + 3);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trapping_plugin_gets_500_and_its_session_is_still_closed() {
+    let server = TestServer::start(&["--plugin", components::FAULT]).await;
+    let corpus = server.state.plugin.corpus().clone();
+    for _ in 0..2 {
+        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        assert_eq!(status, 500, "{body}");
+        assert_eq!(body["status"], "internal_error");
+        assert!(body["request_id"].is_u64());
+        assert_eq!(
+            corpus.live_sessions(),
+            0,
+            "the trapped call left a session open"
+        );
+    }
+    assert_eq!(corpus.sessions_opened(), 2);
+    let health = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guest_errors_and_contract_violations_are_500() {
+    for mode in ["mode=error", "mode=oversized", "mode=nonsense"] {
+        let server =
+            TestServer::start(&["--plugin", components::FAULT, "--plugin-config", mode]).await;
+        let (status, body) = server
+            .retrieve(json!({"question": "json", "limit": 3}))
+            .await;
+        assert_eq!(status, 500, "{mode}: {body}");
+        assert_eq!(body["status"], "internal_error");
+        server.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_holds() {
+    for attempt in [
+        "read-file",
+        "list-dir",
+        "env",
+        "args",
+        "socket",
+        "memory",
+        "sessions",
+        "huge-result",
+    ] {
+        let config = format!("attempt={attempt}");
+        let server =
+            TestServer::start(&["--plugin", components::HOSTILE, "--plugin-config", &config]).await;
+        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        assert_eq!(status, 500, "{attempt} was not refused: {body}");
+        assert_eq!(body["status"], "internal_error");
+        assert_eq!(server.state.plugin.corpus().live_sessions(), 0, "{attempt}");
+        server.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_component_is_served_without_rebuilding_the_host() {
+    let server = TestServer::start(&[
+        "--plugin",
+        components::DELAY,
+        "--plugin-config",
+        "delay_ms=1",
+    ])
+    .await;
+    let (status, body) = server.retrieve(json!({"question": "json dumps"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["plugin"]["name"], "delay");
+    let sha = body["plugin"]["sha256"].as_str().unwrap();
+    assert_eq!(sha.len(), 64);
+    assert_ne!(sha, server_default_sha().await);
+    assert!(!ids(&body).is_empty());
+    server.stop().await;
+}
+
+async fn server_default_sha() -> String {
+    let server = TestServer::start(&[]).await;
+    let sha = server.state.plugin.sha256().to_owned();
+    server.stop().await;
+    sha
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness() {
+    let server = TestServer::start(&[]).await;
+    let health: serde_json::Value = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+    let ready: serde_json::Value = server
+        .client
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["status"], "ready");
+    assert!(ready["corpus"]["documents"].as_u64().unwrap() > 1000);
+    assert_eq!(ready["plugin"]["name"], "retrieval");
+    server.stop().await;
+}
