@@ -1,4 +1,5 @@
 //! End-to-end tests of `/retrieve` over real HTTP with real wasm components.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns fail loudly on purpose
 
 mod support;
 

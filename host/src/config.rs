@@ -3,9 +3,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
+use crate::gate::{GateConfig, GateConfigError};
 use crate::plugin::{PluginConfig, PluginSource};
 
 /// Most `--plugin-config` entries, and their key and value sizes: the map is handed to every call.
@@ -50,6 +52,22 @@ pub struct ServeArgs {
     /// Do not reuse or write precompiled plugin artifacts.
     #[arg(long = "no-precompiled-cache")]
     pub no_precompiled_cache: bool,
+
+    /// Requests whose plugin call may run at once (1..=1024).
+    #[arg(long = "max-active", env = "TURNSTILE_MAX_ACTIVE", default_value_t = 4)]
+    pub max_active: usize,
+
+    /// Requests that may wait for a slot, first in first out (0..=100000); more get 429.
+    #[arg(
+        long = "max-waiting",
+        env = "TURNSTILE_MAX_WAITING",
+        default_value_t = 64
+    )]
+    pub max_waiting: usize,
+
+    /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
+    #[arg(long = "wait-ms", env = "TURNSTILE_WAIT_MS", default_value_t = 5000)]
+    pub wait_ms: u64,
 }
 
 impl ServeArgs {
@@ -75,6 +93,25 @@ impl ServeArgs {
             }
         }
         Ok(map)
+    }
+
+    /// The gate's limits, validated; the error names the flag, the value and the range.
+    pub fn gate_config(&self) -> Result<GateConfig, String> {
+        GateConfig::new(
+            self.max_active,
+            self.max_waiting,
+            Duration::from_millis(self.wait_ms),
+        )
+        .map_err(|e| {
+            let flag = match &e {
+                GateConfigError::InvalidCapacity {
+                    name: "max_active", ..
+                } => "--max-active",
+                GateConfigError::InvalidCapacity { .. } => "--max-waiting",
+                GateConfigError::InvalidWaitDeadline(_) => "--wait-ms",
+            };
+            format!("{flag}: {e}")
+        })
     }
 
     /// The cache directory in effect.

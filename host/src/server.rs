@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 
 use crate::config::ServeArgs;
 use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
+use crate::gate::Gate;
 use crate::http::{AppState, app};
 use crate::plugin::{Plugin, PluginRuntime, RuntimeOptions};
 
@@ -17,6 +18,7 @@ const MAX_IDLE_CONNECTIONS: usize = 16;
 /// Loads everything `serve` needs: this is startup work, never done on a request path.
 pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let plugin_config = args.plugin_config().map_err(anyhow::Error::msg)?;
+    let gate_config = args.gate_config().map_err(anyhow::Error::msg)?;
     let cache_dir = args.cache_dir();
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache_dir.join("index"))?;
@@ -27,17 +29,23 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
     let runtime = PluginRuntime::new(RuntimeOptions {
         memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
-        max_instances: 1024,
+        // The gate bounds concurrent plugin calls, and so live instances.
+        max_instances: gate_config.max_active as u32,
         cache_dir: (!args.no_precompiled_cache).then(|| cache_dir.join("plugins")),
         pooling: true,
     })?;
     let plugin = Plugin::load(&runtime, &args.plugin_source(), plugin_config, pool)
         .context("loading the plugin")?;
     tracing::info!(plugin = plugin.name(), sha256 = plugin.sha256(), allocator = ?runtime.allocator(), "plugin ready");
+    tracing::info!(
+        max_active = gate_config.max_active, max_waiting = gate_config.max_waiting,
+        wait_deadline = ?gate_config.wait_deadline, "gate ready"
+    );
     Ok(AppState::new(
         Arc::new(plugin),
         Arc::new(index),
         runtime.allocator(),
+        Gate::new(gate_config),
     ))
 }
 

@@ -1,7 +1,9 @@
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+
+use crate::gate::Refusal;
 
 /// Everything `/retrieve` can answer besides success. The client sees a status, a stable
 /// machine-readable code and a safe message; causes of internal errors stay in the server log.
@@ -17,6 +19,10 @@ pub enum ApiError {
         /// Human message.
         detail: String,
     },
+    /// The gate refused the request; it never ran: 429 `queue_full` or 503 `wait_timeout`,
+    /// with `Retry-After`.
+    #[error("{0}")]
+    Refused(Refusal),
     /// The plugin failed (trap, guest error, panic): 500 `{"status":"internal_error"}`.
     #[error("internal error in request {request_id}")]
     Internal {
@@ -55,6 +61,27 @@ impl IntoResponse for ApiError {
                 Json(json!({"status": "invalid_request", "error": code, "detail": detail})),
             )
                 .into_response(),
+            Self::Refused(refusal) => {
+                let (status, code, detail) = match refusal {
+                    Refusal::QueueFull { .. } => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "queue_full",
+                        "the server is at capacity and its wait queue is full",
+                    ),
+                    Refusal::WaitTimeout { .. } => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "wait_timeout",
+                        "no slot became free within the wait deadline",
+                    ),
+                };
+                let retry_after = refusal.retry_after().as_secs().max(1);
+                (
+                    status,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    Json(json!({"status": code, "detail": detail, "retry_after_seconds": retry_after})),
+                )
+                    .into_response()
+            }
             Self::Internal { request_id } => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Json(json!({"status": "internal_error", "request_id": request_id})),

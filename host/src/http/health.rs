@@ -24,3 +24,12 @@ pub async fn readyz(State(state): State<AppState>) -> Json<Value> {
         "allocator": state.allocator,
     }))
 }
+
+/// `GET /state`: the gate's snapshot (taken atomically under its lock) plus what helps an
+/// operator: which plugin serves, and how many corpus sessions are open right now.
+pub async fn state(State(state): State<AppState>) -> Json<Value> {
+    let mut body = serde_json::to_value(state.gate.snapshot()).unwrap_or_else(|_| json!({}));
+    body["plugin"] = json!({"name": state.plugin.name(), "sha256": state.plugin.sha256()});
+    body["corpus_sessions_open"] = json!(state.plugin.corpus().live_sessions());
+    Json(body)
+}

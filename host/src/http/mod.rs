@@ -20,6 +20,7 @@ pub fn app(state: AppState) -> Router {
         .route("/retrieve", post(retrieve::retrieve))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/state", get(health::state))
         // Bodies are buffered whole: the cap bounds what one request can make the server hold.
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)

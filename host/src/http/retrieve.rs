@@ -108,6 +108,17 @@ pub struct RetrieveResponse {
     pub plugin: PluginBody,
     /// Process-unique request id.
     pub request_id: u64,
+    /// Where the time went.
+    pub timing: Timing,
+}
+
+/// Queue wait and plugin execution, measured separately.
+#[derive(Debug, Serialize)]
+pub struct Timing {
+    /// From arrival at the gate to getting a lease.
+    pub queue_ms: f64,
+    /// The plugin call on the worker thread.
+    pub execution_ms: f64,
 }
 
 /// One source in a response.
@@ -185,13 +196,28 @@ pub async fn retrieve(
     let request = RetrieveRequest::parse(&body)?;
 
     let request_id = state.next_request_id();
+    // Admission. Cancel-safe: if the client goes away while this waits, the waiter leaves the
+    // queue (or gives back a slot promoted to it in the meantime) and never runs.
+    let lease = state.gate.acquire().await.map_err(ApiError::Refused)?;
+    let queue_ms = lease.waited().as_secs_f64() * 1e3;
+    // If this handler is dropped from here on (client disconnect, read timeout), the lease is
+    // marked as belonging to a gone client — but it stays held by the worker below.
+    let client = lease.client_watch();
     let plugin = state.plugin.clone();
-    // The plugin call blocks its thread until the plugin returns (WASI's sync bindings, SQLite).
     let worker = tokio::task::spawn_blocking(move || {
-        plugin.retrieve(&request.question, request.limit, request_id)
+        // The lease lives in the worker: it is released when this closure ends — the plugin
+        // call has returned, failed, trapped or panicked — and not a moment earlier.
+        let lease = lease;
+        let started = std::time::Instant::now();
+        let result = plugin.retrieve(&request.question, request.limit, request_id);
+        let execution_ms = started.elapsed().as_secs_f64() * 1e3;
+        drop(lease);
+        (result, execution_ms)
     });
-    match worker.await {
-        Ok(Ok(sources)) => Ok(Json(RetrieveResponse {
+    let outcome = worker.await;
+    client.disarm();
+    match outcome {
+        Ok((Ok(sources), execution_ms)) => Ok(Json(RetrieveResponse {
             status: "completed",
             sources: sources.into_iter().map(SourceBody::from).collect(),
             plugin: PluginBody {
@@ -199,8 +225,12 @@ pub async fn retrieve(
                 sha256: state.plugin.sha256().to_owned(),
             },
             request_id,
+            timing: Timing {
+                queue_ms,
+                execution_ms,
+            },
         })),
-        Ok(Err(error)) => {
+        Ok((Err(error), _)) => {
             tracing::error!(request_id, plugin = state.plugin.name(), %error, "plugin call failed");
             Err(ApiError::Internal { request_id })
         }

@@ -2,6 +2,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::corpus::CorpusIndex;
+use crate::gate::Gate;
 use crate::plugin::{Allocator, Plugin};
 
 /// What the handlers share.
@@ -13,16 +14,24 @@ pub struct AppState {
     pub corpus: Arc<CorpusIndex>,
     /// The runtime's instance allocator (reported by `/readyz`).
     pub allocator: Allocator,
+    /// The admission gate every `/retrieve` passes.
+    pub gate: Gate,
     request_ids: Arc<AtomicU64>,
 }
 
 impl AppState {
     /// State over a loaded plugin and its corpus.
-    pub fn new(plugin: Arc<Plugin>, corpus: Arc<CorpusIndex>, allocator: Allocator) -> Self {
+    pub fn new(
+        plugin: Arc<Plugin>,
+        corpus: Arc<CorpusIndex>,
+        allocator: Allocator,
+        gate: Gate,
+    ) -> Self {
         Self {
             plugin,
             corpus,
             allocator,
+            gate,
             request_ids: Arc::new(AtomicU64::new(1)),
         }
     }
