@@ -68,6 +68,12 @@ pub struct ServeArgs {
     /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
     #[arg(long = "wait-ms", env = "TURNSTILE_WAIT_MS", default_value_t = 5000)]
     pub wait_ms: u64,
+
+    /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
+    /// milliseconds (1..=3600000); past it the process exits with status 1.
+    #[arg(long = "drain-ms", env = "TURNSTILE_DRAIN_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub drain_ms: u64,
 }
 
 impl ServeArgs {

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod corpus;
+pub mod drive;
 pub mod gate;
 pub mod http;
 pub mod plugin;

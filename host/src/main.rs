@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use turnstile::config::ServeArgs;
+use turnstile::drive::DriveArgs;
 
 #[derive(Parser)]
 #[command(
@@ -17,8 +18,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve `POST /retrieve` (and `/healthz`, `/readyz`).
+    /// Serve `POST /retrieve` (and `/state`, `/healthz`, `/readyz`).
     Serve(ServeArgs),
+    /// Demonstrate the gate over real loopback HTTP against temporary `serve` children, and
+    /// check every case (exits non-zero when any case differs from what is expected).
+    Drive(DriveArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -27,10 +31,18 @@ fn main() -> anyhow::Result<()> {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Drive(args) => {
+            if turnstile::drive::run(&args)? {
+                Ok(())
+            } else {
+                std::process::exit(1)
+            }
+        }
     }
 }
 
@@ -40,10 +52,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    let drain = std::time::Duration::from_millis(args.drain_ms);
+    let result = runtime.block_on(async {
         let listener = turnstile::server::listener(&args)?;
-        turnstile::server::run(state, listener, shutdown_signal()).await
-    })
+        turnstile::server::run(state, listener, shutdown_signal(), drain).await
+    });
+    // After a drain timeout a plugin call may still be running on a blocking thread: do not
+    // wait for it on the way out (dropping the runtime would).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -1,10 +1,13 @@
 //! Wiring: corpus → index → plugin → HTTP app → listener, with graceful shutdown.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 
 use crate::config::ServeArgs;
 use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
@@ -77,17 +80,67 @@ fn adopt_listener(fd: i32) -> anyhow::Result<std::net::TcpListener> {
     }
 }
 
-/// Serves `state` on `listener` until `shutdown` resolves, then drains in-flight requests.
+/// Serves `state` on `listener` until `shutdown` resolves, then drains: stops accepting, lets
+/// in-flight requests finish, and waits for every lease to be released — including leases of
+/// workers whose client is gone — for at most `drain`. Past it, returns an error naming what
+/// was still running.
 pub async fn run(
     state: AppState,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    drain: Duration,
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
+    let gate = state.gate.clone();
+    let signal = Arc::new(Notify::new());
+    let signalled = Arc::new(AtomicBool::new(false));
+    let serve = axum::serve(listener, app(state))
+        .with_graceful_shutdown({
+            let (signal, signalled) = (Arc::clone(&signal), Arc::clone(&signalled));
+            async move {
+                shutdown.await;
+                signalled.store(true, Ordering::SeqCst);
+                signal.notify_one();
+            }
+        })
+        .into_future();
+    tokio::pin!(serve);
     tracing::info!(%addr, "turnstile ready: listening on http://{addr}");
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    // `serve` may finish on its own right after the signal (no open connections): that is a
+    // drained server, not an unexpected stop.
+    let connections_closed = tokio::select! {
+        result = &mut serve => {
+            result?;
+            anyhow::ensure!(signalled.load(Ordering::SeqCst), "the server stopped without a shutdown signal");
+            true
+        }
+        () = signal.notified() => false,
+    };
+    let deadline = tokio::time::Instant::now() + drain;
+    tracing::info!(
+        drain_ms = drain.as_millis() as u64,
+        "draining: no new connections; letting in-flight work finish"
+    );
+    if !connections_closed {
+        match tokio::time::timeout_at(deadline, &mut serve).await {
+            Ok(result) => result?,
+            Err(_) => anyhow::bail!("drain timeout: connections still open after {drain:?}"),
+        }
+    }
+    // A worker whose client left keeps its lease until its plugin call returns: wait for it.
+    loop {
+        let snapshot = gate.snapshot();
+        if snapshot.active == 0 {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "drain timeout: {} plugin calls still running after {drain:?}",
+                snapshot.active
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     tracing::info!("shutdown complete");
     Ok(())
 }

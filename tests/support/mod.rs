@@ -54,9 +54,16 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(turnstile::server::run(state.clone(), listener, async {
+        let shutdown = async {
             let _ = stopped.await;
-        }));
+        };
+        let drain = std::time::Duration::from_secs(30);
+        let task = tokio::spawn(turnstile::server::run(
+            state.clone(),
+            listener,
+            shutdown,
+            drain,
+        ));
         Self {
             addr,
             state,

@@ -1,0 +1,174 @@
+//! Micro-benchmarks of the plugin path, through the public API:
+//!
+//! - `plugin_call/fault_error/{pooling,on_demand}`: the per-call overhead — a new `Store`, a fresh
+//!   instance and one trivial call (the `fault` fixture with `mode=error` returns a typed error at
+//!   once, without touching the corpus; `Plugin::retrieve` returns `Err`, as expected);
+//! - `plugin_call/retrieval/{pooling,on_demand}`: a full retrieval call of the embedded default
+//!   plugin for "How do I parse command line arguments?" (limit 5);
+//! - `hostcalls/calls/{0,10000}`: the `hostcalls` fixture calling `config::get` N times, from
+//!   which one host-call round trip is derived and printed;
+//! - `corpus/search`: one FTS5 search on a held `CorpusSession`, with the expression the default
+//!   plugin builds for the question above, limit 20.
+//!
+//! The corpus index and the precompiled plugins are cached in a temporary directory
+//! (`$TMPDIR/turnstile-bench-cache`), reused by later runs.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use turnstile::corpus::{CorpusIndex, CorpusPool, read_corpus};
+use turnstile::plugin::{Plugin, PluginConfig, PluginRuntime, PluginSource, RuntimeOptions};
+
+const QUESTION: &str = "How do I parse command line arguments?";
+/// What the default plugin searches for [`QUESTION`].
+const EXPRESSION: &str = "\"parse\" OR \"command\" OR \"line\" OR \"arguments\"";
+const HOST_CALLS: u32 = 10_000;
+
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join("turnstile-bench-cache")
+}
+
+fn corpus_pool(cache: &Path) -> CorpusPool {
+    let corpus = read_corpus(None).expect("embedded corpus");
+    let index = CorpusIndex::open_or_build(&corpus, &cache.join("index")).expect("corpus index");
+    CorpusPool::new(&index, 16).expect("corpus pool")
+}
+
+fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        memory_limit: 64 * 1024 * 1024,
+        max_instances: 4,
+        cache_dir: Some(cache.join("plugins")),
+        pooling,
+    })
+    .expect("plugin runtime");
+    eprintln!(
+        "runtime asked for pooling={pooling}: allocator {:?}",
+        runtime.allocator()
+    );
+    runtime
+}
+
+fn load(
+    runtime: &PluginRuntime,
+    source: PluginSource,
+    config: &[(&str, &str)],
+    pool: &CorpusPool,
+) -> Plugin {
+    let config: PluginConfig = config
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Plugin::load(runtime, &source, config, pool.clone()).expect("plugin loads")
+}
+
+fn fixture(path: &str) -> PluginSource {
+    PluginSource::File(PathBuf::from(path))
+}
+
+/// Median wall time of `rounds` single calls (after a warm-up), outside criterion: used only to
+/// print the derived host-call cost right away.
+fn median_call(plugin: &Plugin, rounds: usize) -> Duration {
+    for _ in 0..10 {
+        black_box(plugin.retrieve(QUESTION, 5, 1).expect("hostcalls succeeds"));
+    }
+    let mut times: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(plugin.retrieve(QUESTION, 5, 1).expect("hostcalls succeeds"));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[rounds / 2]
+}
+
+fn bench_plugin(c: &mut Criterion) {
+    let cache = cache_dir();
+    let pool = corpus_pool(&cache);
+    let pooling = runtime(&cache, true);
+    let on_demand = runtime(&cache, false);
+
+    let mut group = c.benchmark_group("plugin_call");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    for (label, rt) in [("pooling", &pooling), ("on_demand", &on_demand)] {
+        let fault = load(
+            rt,
+            fixture(turnstile::components::FAULT),
+            &[("mode", "error")],
+            &pool,
+        );
+        assert!(fault.retrieve(QUESTION, 5, 1).is_err());
+        group.bench_function(format!("fault_error/{label}"), |b| {
+            b.iter(|| black_box(fault.retrieve(QUESTION, 5, 1).is_err()))
+        });
+    }
+    for (label, rt) in [("pooling", &pooling), ("on_demand", &on_demand)] {
+        let retrieval = load(rt, PluginSource::Embedded, &[], &pool);
+        let sources = retrieval
+            .retrieve(QUESTION, 5, 1)
+            .expect("retrieval succeeds");
+        assert_eq!(sources.len(), 5);
+        group.bench_function(format!("retrieval/{label}"), |b| {
+            b.iter(|| {
+                black_box(
+                    retrieval
+                        .retrieve(QUESTION, 5, 1)
+                        .expect("retrieval succeeds"),
+                )
+            })
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("hostcalls");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    let calls_0 = load(
+        &pooling,
+        fixture(turnstile::components::HOSTCALLS),
+        &[("calls", "0")],
+        &pool,
+    );
+    let calls_n = load(
+        &pooling,
+        fixture(turnstile::components::HOSTCALLS),
+        &[("calls", &HOST_CALLS.to_string())],
+        &pool,
+    );
+    for (n, plugin) in [(0, &calls_0), (HOST_CALLS, &calls_n)] {
+        group.bench_function(format!("calls/{n}"), |b| {
+            b.iter(|| black_box(plugin.retrieve(QUESTION, 5, 1).expect("hostcalls succeeds")))
+        });
+    }
+    group.finish();
+    let (t0, tn) = (median_call(&calls_0, 201), median_call(&calls_n, 201));
+    println!(
+        "host call round trip (config::get): (t({HOST_CALLS}) - t(0)) / {HOST_CALLS} = {:.1} ns \
+         [medians of 201 single calls: t(0) = {:?}, t({HOST_CALLS}) = {:?}]",
+        (tn.as_nanos() as f64 - t0.as_nanos() as f64) / f64::from(HOST_CALLS),
+        t0,
+        tn
+    );
+
+    let mut group = c.benchmark_group("corpus");
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    let session = pool.session().expect("corpus session");
+    assert_eq!(session.search(EXPRESSION, 20).expect("search").len(), 20);
+    group.bench_function("search", |b| {
+        b.iter(|| black_box(session.search(EXPRESSION, 20).expect("search")))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_plugin);
+criterion_main!(benches);
