@@ -9,6 +9,7 @@ pub mod corpus;
 pub mod drive;
 pub mod gate;
 pub mod http;
+pub mod load;
 pub mod plugin;
 pub mod server;
 

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use turnstile::config::ServeArgs;
 use turnstile::drive::DriveArgs;
+use turnstile::load::LoadArgs;
 
 #[derive(Parser)]
 #[command(
@@ -23,6 +24,9 @@ enum Command {
     /// Demonstrate the gate over real loopback HTTP against temporary `serve` children, and
     /// check every case (exits non-zero when any case differs from what is expected).
     Drive(DriveArgs),
+    /// Closed-loop HTTP load: users, spawn rate, duration; live progress, a summary table,
+    /// `summary.json` and a chart.
+    Load(LoadArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,6 +40,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Load(args) => turnstile::load::run(&args),
         Command::Drive(args) => {
             if turnstile::drive::run(&args)? {
                 Ok(())

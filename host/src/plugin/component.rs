@@ -56,6 +56,16 @@ impl Plugin {
         config: PluginConfig,
         corpus: CorpusPool,
     ) -> Result<Self, PluginError> {
+        Self::load_inner(runtime, source, config, corpus, true)
+    }
+
+    fn load_inner(
+        runtime: &PluginRuntime,
+        source: &PluginSource,
+        config: PluginConfig,
+        corpus: CorpusPool,
+        enforce_contract: bool,
+    ) -> Result<Self, PluginError> {
         let (name, bytes) = match source {
             PluginSource::Embedded => ("retrieval".to_owned(), EMBEDDED_RETRIEVAL.to_vec()),
             PluginSource::File(path) => {
@@ -72,6 +82,9 @@ impl Plugin {
         };
         let sha256 = hex::encode(Sha256::digest(&bytes));
         let component = runtime.compile(&name, &bytes, &sha256)?;
+        if enforce_contract {
+            super::contract::check(&name, &component, &runtime.engine)?;
+        }
         let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
             name: name.clone(),
             reason: format!("{e:#}"),
@@ -182,4 +195,45 @@ fn check_sources(sources: &[Source], limit: u32) -> Result<(), PluginError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::{CorpusBytes, CorpusIndex};
+    use crate::plugin::RuntimeOptions;
+
+    /// The second wall: even a component linked past the contract check (which refuses its
+    /// filesystem and socket imports) gets errors, never data, because WASI grants nothing.
+    #[test]
+    fn wasi_grants_no_files_and_no_sockets() {
+        let dir = std::env::temp_dir().join(format!("turnstile-escape-{}", std::process::id()));
+        let corpus = CorpusBytes {
+            name: "t".into(),
+            jsonl: br#"{"id":"a","kind":"module","title":"a","text":"a"}"#.to_vec(),
+        };
+        let index = CorpusIndex::open_or_build(&corpus, &dir).unwrap();
+        let pool = CorpusPool::new(&index, 1).unwrap();
+        let runtime = PluginRuntime::new(RuntimeOptions {
+            memory_limit: 64 << 20,
+            max_instances: 4,
+            cache_dir: None,
+            pooling: false,
+        })
+        .unwrap();
+        let source = PluginSource::File(crate::components::ESCAPE.into());
+        assert!(Plugin::load(&runtime, &source, PluginConfig::new(), pool.clone()).is_err());
+        for attempt in ["read-file", "list-dir", "socket"] {
+            let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);
+            let plugin =
+                Plugin::load_inner(&runtime, &source, config, pool.clone(), false).unwrap();
+            match plugin.retrieve("x", 1, 1) {
+                Err(PluginError::Guest(super::super::RetrieveError::Internal(m))) => {
+                    assert!(m.starts_with(&format!("{attempt} refused")), "{m}");
+                }
+                other => panic!("{attempt}: expected a refusal, got {other:?}"),
+            }
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

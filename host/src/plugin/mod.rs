@@ -5,6 +5,7 @@
 
 mod bindings;
 mod component;
+pub mod contract;
 mod error;
 mod host;
 mod runtime;

@@ -1,0 +1,200 @@
+//! The validated settings of one run. Every flag is checked twice with the same functions: by
+//! clap while parsing (so the command line fails before anything starts) and again in
+//! [`Plan::from_args`] (so a [`LoadArgs`] built in code is held to the same rules). Every error
+//! names the flag, the value and what is accepted.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+use serde_json::Value;
+
+use super::LoadArgs;
+
+/// The body sent when `--body` is not given (the classic demo's question).
+pub const DEFAULT_BODY: &str = r#"{"question": "How do I parse command line arguments?"}"#;
+/// Most concurrent users.
+pub const MAX_USERS: u32 = 10_000;
+/// Highest `--spawn-rate`, in users started per second.
+pub const MAX_SPAWN_RATE: f64 = 10_000.0;
+/// Longest `--duration`, in seconds (one day).
+pub const MAX_DURATION_S: f64 = 86_400.0;
+/// Longest `--timeout-s`, in seconds (one hour).
+pub const MAX_TIMEOUT_S: f64 = 3_600.0;
+/// Largest `--body`, in bytes.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// A flag whose value is refused.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{flag} {value:?}: {problem}")]
+pub struct FlagError {
+    /// The flag, e.g. `--users`.
+    pub flag: &'static str,
+    /// The value given.
+    pub value: String,
+    /// What is wrong and what is accepted.
+    pub problem: String,
+}
+
+/// Everything a run needs, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub url: Url,
+    pub users: u32,
+    pub spawn_rate: f64,
+    pub duration: Duration,
+    pub body: String,
+    pub body_json: Value,
+    pub output: PathBuf,
+    pub timeout: Duration,
+    pub quiet: bool,
+}
+
+impl Plan {
+    /// Checks every flag of `args`.
+    pub fn from_args(args: &LoadArgs) -> Result<Self, FlagError> {
+        fn flag<T>(flag: &'static str, value: impl ToString, r: Result<T, String>) -> Result<T, FlagError> {
+            r.map_err(|problem| FlagError {
+                flag,
+                value: value.to_string(),
+                problem,
+            })
+        }
+        let url = flag("--url", &args.url, url(&args.url))?;
+        let url = flag("--url", &args.url, Url::parse(&url).map_err(|e| e.to_string()))?;
+        let users = flag("--users", args.users, check_users(args.users))?;
+        let spawn_rate = flag("--spawn-rate", args.spawn_rate, check_spawn_rate(args.spawn_rate))?;
+        let duration_s = flag("--duration", args.duration, check_duration(args.duration))?;
+        let timeout_s = flag("--timeout-s", args.timeout_s, check_timeout(args.timeout_s))?;
+        let body_json = flag("--body", &args.body, body_value(&args.body))?;
+        if args.output.as_os_str().is_empty() {
+            return Err(FlagError {
+                flag: "--output",
+                value: String::new(),
+                problem: "must name a directory".into(),
+            });
+        }
+        Ok(Self {
+            url,
+            users,
+            spawn_rate,
+            duration: Duration::from_secs_f64(duration_s),
+            body: args.body.clone(),
+            body_json,
+            output: args.output.clone(),
+            timeout: Duration::from_secs_f64(timeout_s),
+            quiet: args.quiet,
+        })
+    }
+}
+
+/// `--url`: an absolute `http://` URL with a host.
+pub(crate) fn url(s: &str) -> Result<String, String> {
+    let parsed = Url::parse(s).map_err(|e| {
+        format!("not an absolute URL ({e}); expected e.g. http://127.0.0.1:8080/retrieve")
+    })?;
+    match parsed.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(
+                "https is not supported: this build's HTTP client has no TLS; use an http:// URL"
+                    .into(),
+            );
+        }
+        other => return Err(format!("scheme {other:?} is not supported; use an http:// URL")),
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("the URL has no host; expected e.g. http://127.0.0.1:8080/retrieve".into());
+    }
+    Ok(s.to_owned())
+}
+
+/// `--users`: a whole number in 1..=[`MAX_USERS`].
+pub(crate) fn users(s: &str) -> Result<u32, String> {
+    let n = s
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| format!("not a whole number; {}", users_range()))?;
+    check_users(n)
+}
+
+fn users_range() -> String {
+    format!("expected 1..={MAX_USERS} users")
+}
+
+fn check_users(n: u32) -> Result<u32, String> {
+    if (1..=MAX_USERS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("out of range; {}", users_range()))
+    }
+}
+
+/// `--spawn-rate`: users started per second, more than 0 and at most [`MAX_SPAWN_RATE`].
+pub(crate) fn spawn_rate(s: &str) -> Result<f64, String> {
+    check_spawn_rate(number(s, &spawn_rate_range())?)
+}
+
+fn spawn_rate_range() -> String {
+    format!("expected more than 0 and at most {MAX_SPAWN_RATE} users per second")
+}
+
+fn check_spawn_rate(r: f64) -> Result<f64, String> {
+    in_range(r, MAX_SPAWN_RATE, spawn_rate_range())
+}
+
+/// `--duration`: total seconds (ramp-up included), more than 0 and at most [`MAX_DURATION_S`].
+pub(crate) fn duration(s: &str) -> Result<f64, String> {
+    check_duration(number(s, &duration_range())?)
+}
+
+fn duration_range() -> String {
+    format!("expected more than 0 and at most {MAX_DURATION_S} seconds")
+}
+
+fn check_duration(d: f64) -> Result<f64, String> {
+    in_range(d, MAX_DURATION_S, duration_range())
+}
+
+/// `--timeout-s`: per-request seconds, more than 0 and at most [`MAX_TIMEOUT_S`].
+pub(crate) fn timeout(s: &str) -> Result<f64, String> {
+    check_timeout(number(s, &timeout_range())?)
+}
+
+fn timeout_range() -> String {
+    format!("expected more than 0 and at most {MAX_TIMEOUT_S} seconds")
+}
+
+fn check_timeout(t: f64) -> Result<f64, String> {
+    in_range(t, MAX_TIMEOUT_S, timeout_range())
+}
+
+/// `value` in (0, `max`], else "out of range; `range`".
+fn in_range(value: f64, max: f64, range: String) -> Result<f64, String> {
+    if value.is_finite() && value > 0.0 && value <= max {
+        Ok(value)
+    } else {
+        Err(format!("out of range; {range}"))
+    }
+}
+
+fn number(s: &str, range: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| format!("not a number; {range}"))
+}
+
+/// `--body`: JSON text of at most [`MAX_BODY_BYTES`].
+pub(crate) fn body(s: &str) -> Result<String, String> {
+    body_value(s).map(|_| s.to_owned())
+}
+
+fn body_value(s: &str) -> Result<Value, String> {
+    if s.len() > MAX_BODY_BYTES {
+        return Err(format!(
+            "{} bytes; at most {MAX_BODY_BYTES} bytes are allowed",
+            s.len()
+        ));
+    }
+    serde_json::from_str(s).map_err(|e| format!("not valid JSON: {e}"))
+}

@@ -1,0 +1,120 @@
+//! What a plugin may import and must export: the `retrieval-plugin` world of a supported version,
+//! plus the WASI interfaces a guest standard library links — each of which grants nothing here
+//! (see `host.rs`). Checked at load, before a plugin can serve, so a component that asks for
+//! sockets, say, is refused with the import named rather than linked against a denying stub.
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use super::PluginError;
+
+/// The contract's WIT package.
+pub const CONTRACT_PACKAGE: &str = "turnstile:retrieval";
+/// Versions of the contract this host serves.
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
+
+/// Interfaces (without version) a plugin may import besides the contract's own.
+const ALLOWED_WASI: &[&str] = &[
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+    "wasi:io/error",
+    "wasi:io/poll",
+    "wasi:io/streams",
+    "wasi:clocks/monotonic-clock",
+    "wasi:clocks/wall-clock",
+    "wasi:random/random",
+    "wasi:random/insecure",
+    "wasi:random/insecure-seed",
+];
+
+/// The contract's interfaces.
+const CONTRACT_INTERFACES: &[&str] = &["corpus", "config", "log"];
+
+/// Every import of `component`, e.g. `wasi:io/streams@0.2.6`.
+pub fn imports(component: &Component, engine: &Engine) -> Vec<String> {
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// Every export of `component`.
+pub fn exports(component: &Component, engine: &Engine) -> Vec<String> {
+    component
+        .component_type()
+        .exports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// Refuses imports outside the contract and contract versions this host does not support.
+pub fn check(name: &str, component: &Component, engine: &Engine) -> Result<(), PluginError> {
+    let refuse = |reason: String| PluginError::Incompatible {
+        name: name.to_owned(),
+        reason,
+    };
+    for import in imports(component, engine) {
+        let (interface, version) = import.split_once('@').unwrap_or((&import, ""));
+        if let Some(rest) = interface.strip_prefix(CONTRACT_PACKAGE) {
+            if !SUPPORTED_VERSIONS.contains(&version) {
+                return Err(refuse(format!(
+                    "it was built against {CONTRACT_PACKAGE}@{version}; this host supports {}",
+                    SUPPORTED_VERSIONS.join(", ")
+                )));
+            }
+            if !CONTRACT_INTERFACES.contains(&rest.trim_start_matches('/')) {
+                return Err(refuse(format!(
+                    "it imports `{import}`, which the contract does not define"
+                )));
+            }
+        } else if !ALLOWED_WASI.contains(&interface) {
+            return Err(refuse(format!(
+                "it imports `{import}`, which is outside the plugin contract (plugins get no \
+                 network, filesystem access or other host capabilities)"
+            )));
+        }
+    }
+    if !exports(component, engine).iter().any(|e| e == "retrieve") {
+        return Err(refuse("it does not export `retrieve`".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_components_fit_the_contract() {
+        let engine = Engine::default();
+        for path in [
+            crate::components::RETRIEVAL,
+            crate::components::DELAY,
+            crate::components::FAULT,
+            crate::components::HOSTILE,
+        ] {
+            let component = Component::from_file(&engine, path).unwrap();
+            check(path, &component, &engine).unwrap();
+        }
+    }
+
+    #[test]
+    fn filesystem_and_socket_imports_are_refused_by_name() {
+        let engine = Engine::default();
+        let component = Component::from_file(&engine, crate::components::ESCAPE).unwrap();
+        let error = check("escape", &component, &engine)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("it imports `wasi:"), "{error}");
+        assert!(error.contains("outside the plugin contract"), "{error}");
+    }
+}

@@ -1,0 +1,1 @@
+//! `turnstile load` smoke tests (being written).
