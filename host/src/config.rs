@@ -122,18 +122,20 @@ impl ServeArgs {
 
     /// The cache directory in effect.
     pub fn cache_dir(&self) -> PathBuf {
-        if let Some(dir) = &self.cache_dir {
-            return dir.clone();
-        }
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("turnstile")
+        self.cache_dir.clone().unwrap_or_else(default_cache_dir)
     }
 }
 
-fn parse_config_entry(s: &str) -> Result<(String, String), String> {
+/// `$XDG_CACHE_HOME/turnstile`, else `~/.cache/turnstile`, else a temporary directory.
+pub fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("turnstile")
+}
+
+pub(crate) fn parse_config_entry(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
         .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))?;

@@ -4,6 +4,7 @@
 //! Data flows one way: HTTP edge ([`http`]) → worker thread → plugin ([`plugin`]) → corpus
 //! session ([`corpus`]) and back.
 
+pub mod check;
 pub mod config;
 pub mod corpus;
 pub mod drive;

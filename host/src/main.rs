@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
+use turnstile::check::CheckArgs;
 use turnstile::config::ServeArgs;
 use turnstile::drive::DriveArgs;
 use turnstile::load::LoadArgs;
@@ -24,6 +25,8 @@ enum Command {
     /// Demonstrate the gate over real loopback HTTP against temporary `serve` children, and
     /// check every case (exits non-zero when any case differs from what is expected).
     Drive(DriveArgs),
+    /// Run the conformance suite against a plugin component (exits non-zero on any failure).
+    Check(CheckArgs),
     /// Closed-loop HTTP load: users, spawn rate, duration; live progress, a summary table,
     /// `summary.json` and a chart.
     Load(LoadArgs),
@@ -41,6 +44,13 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Load(args) => turnstile::load::run(&args),
+        Command::Check(args) => {
+            if turnstile::check::run(&args)? {
+                Ok(())
+            } else {
+                std::process::exit(1)
+            }
+        }
         Command::Drive(args) => {
             if turnstile::drive::run(&args)? {
                 Ok(())

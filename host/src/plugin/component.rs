@@ -19,6 +19,13 @@ static EMBEDDED_RETRIEVAL: &[u8] =
 const MAX_SOURCE_TITLE: usize = 512;
 const MAX_SOURCE_SNIPPET: usize = 1024;
 
+/// What one call used.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallStats {
+    /// The largest linear memory the call was granted, in bytes.
+    pub peak_memory: usize,
+}
+
 /// Where a plugin's component comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSource {
@@ -130,6 +137,16 @@ impl Plugin {
         limit: u32,
         request_id: u64,
     ) -> Result<Vec<Source>, PluginError> {
+        self.retrieve_metered(question, limit, request_id).0
+    }
+
+    /// [`Plugin::retrieve`], also reporting what the call used.
+    pub fn retrieve_metered(
+        &self,
+        question: &str,
+        limit: u32,
+        request_id: u64,
+    ) -> (Result<Vec<Source>, PluginError>, CallStats) {
         let state = HostState::new(
             self.corpus.clone(),
             Arc::clone(&self.config),
@@ -144,15 +161,22 @@ impl Plugin {
             .instantiate(&mut store)
             .and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
         self.log_output(&store, request_id);
+        let stats = CallStats {
+            peak_memory: store.data().limits.peak_memory,
+        };
         // A trap poisons the instance; the store (and with it every open session) goes now.
         drop(store);
-        let sources = match outcome {
-            Ok(Ok(sources)) => sources,
-            Ok(Err(guest)) => return Err(PluginError::Guest(guest)),
-            Err(trap) => return Err(PluginError::Trap(format!("{trap:#}"))),
+        let result = match outcome {
+            Ok(Ok(sources)) => check_sources(&sources, limit).map(|()| sources),
+            Ok(Err(guest)) => Err(PluginError::Guest(guest)),
+            Err(trap) => Err(PluginError::Trap(format!("{trap:#}"))),
         };
-        check_sources(&sources, limit)?;
-        Ok(sources)
+        (result, stats)
+    }
+
+    /// The per-instance memory cap, in bytes.
+    pub fn memory_limit(&self) -> usize {
+        self.memory_limit
     }
 
     fn log_output(&self, store: &Store<HostState>, request_id: u64) {

@@ -27,7 +27,7 @@ pub const MAX_LOG_MESSAGE: usize = 4 * 1024;
 pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
-    pub(super) limits: StoreLimits,
+    pub(super) limits: MeteredLimits,
     corpus: CorpusPool,
     config: Arc<PluginConfig>,
     plugin: Arc<str>,
@@ -56,13 +56,16 @@ impl HostState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let limits = wasmtime::StoreLimitsBuilder::new()
-            .memory_size(memory_limit)
-            .instances(16)
-            .tables(16)
-            .memories(4)
-            .trap_on_grow_failure(true)
-            .build();
+        let limits = MeteredLimits {
+            inner: wasmtime::StoreLimitsBuilder::new()
+                .memory_size(memory_limit)
+                .instances(16)
+                .tables(16)
+                .memories(4)
+                .trap_on_grow_failure(true)
+                .build(),
+            peak_memory: 0,
+        };
         Self {
             wasi,
             table: ResourceTable::new(),
@@ -90,6 +93,57 @@ impl WasiView for HostState {
 /// The store's limiter is the `StoreLimits` inside the state.
 pub(super) fn limiter(state: &mut HostState) -> &mut dyn ResourceLimiter {
     &mut state.limits
+}
+
+/// `StoreLimits` (the memory cap; growth past it traps) that also records the largest memory
+/// the call was granted, for `turnstile check` and the logs.
+pub(super) struct MeteredLimits {
+    inner: StoreLimits,
+    pub(super) peak_memory: usize,
+}
+
+impl ResourceLimiter for MeteredLimits {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let granted = self.inner.memory_growing(current, desired, maximum)?;
+        if granted {
+            self.peak_memory = self.peak_memory.max(desired);
+        }
+        Ok(granted)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.inner.table_growing(current, desired, maximum)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.inner.memory_grow_failed(error)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.inner.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.inner.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.inner.memories()
+    }
 }
 
 fn to_wit(error: CorpusError) -> corpus::CorpusError {

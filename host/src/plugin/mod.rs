@@ -11,7 +11,7 @@ mod host;
 mod runtime;
 
 pub use bindings::{RetrieveError, Source};
-pub use component::{Plugin, PluginSource};
+pub use component::{CallStats, Plugin, PluginSource};
 pub use error::PluginError;
 pub use host::PluginConfig;
 pub use runtime::{Allocator, PluginRuntime, RuntimeOptions};

@@ -96,6 +96,11 @@ impl PluginRuntime {
         })
     }
 
+    /// The process's engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// The allocator in use.
     pub fn allocator(&self) -> Allocator {
         self.allocator

@@ -1,0 +1,49 @@
+//! `turnstile check PLUGIN.wasm`: a conformance suite any component can be run against — the
+//! contract (world, imports, version), behaviour on a fixed probe set over the shipped corpus,
+//! and hygiene (sessions closed, memory under the cap).
+
+mod probes;
+mod suite;
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+pub use suite::{Check, Report, Subset, run_suite};
+
+/// Flags of `turnstile check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The component to check.
+    pub plugin: PathBuf,
+
+    /// Print a machine-readable JSON report instead of lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// A `KEY=VALUE` setting for the plugin's `config` import (repeatable).
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::config::parse_config_entry)]
+    pub plugin_config: Vec<(String, String)>,
+
+    /// Per-instance memory cap in MiB.
+    #[arg(long = "memory-limit-mib", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub memory_limit_mib: u32,
+}
+
+/// Runs the full suite; prints lines or JSON; returns whether every check passed.
+pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
+    let config = args.plugin_config.iter().cloned().collect();
+    let report = run_suite(
+        &args.plugin,
+        config,
+        args.memory_limit_mib as usize * 1024 * 1024,
+        Subset::Full,
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.lines());
+    }
+    Ok(report.failed == 0)
+}

@@ -1,0 +1,369 @@
+//! The checks themselves. Each produces one [`Check`]: what was expected, what happened, time.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use super::probes;
+use crate::config::default_cache_dir;
+use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
+use crate::plugin::{
+    Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, RuntimeOptions, Source,
+    contract,
+};
+
+/// How much of the suite to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subset {
+    /// Everything.
+    Full,
+    /// The contract, two probes, determinism, two adversarial questions, hygiene: what a hot
+    /// swap requires before a candidate may serve.
+    Smoke,
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// e.g. `contract.imports`, `behaviour.probe.1`.
+    pub name: String,
+    /// It passed.
+    pub passed: bool,
+    /// What the contract expects.
+    pub expected: String,
+    /// What happened.
+    pub observed: String,
+    /// Time taken, in milliseconds.
+    pub ms: f64,
+}
+
+/// The whole suite's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The component checked.
+    pub plugin: String,
+    /// Its sha256.
+    pub sha256: String,
+    /// Every check, in order.
+    pub checks: Vec<Check>,
+    /// How many passed.
+    pub passed: usize,
+    /// How many failed.
+    pub failed: usize,
+}
+
+impl Report {
+    /// One line per check and a summary.
+    pub fn lines(&self) -> String {
+        let mut out = format!("checking {} (sha256 {})\n", self.plugin, self.sha256);
+        for c in &self.checks {
+            out.push_str(&format!(
+                "{} {:<34} expected: {} | observed: {} ({:.1} ms)\n",
+                if c.passed { "PASS" } else { "FAIL" },
+                c.name,
+                c.expected,
+                c.observed,
+                c.ms
+            ));
+        }
+        out.push_str(&format!("{} passed, {} failed\n", self.passed, self.failed));
+        out
+    }
+}
+
+struct Suite {
+    checks: Vec<Check>,
+}
+
+impl Suite {
+    fn record(
+        &mut self,
+        name: impl Into<String>,
+        expected: &str,
+        started: Instant,
+        outcome: Result<String, String>,
+    ) {
+        let (passed, observed) = match outcome {
+            Ok(o) => (true, o),
+            Err(o) => (false, o),
+        };
+        self.checks.push(Check {
+            name: name.into(),
+            passed,
+            expected: expected.to_owned(),
+            observed,
+            ms: started.elapsed().as_secs_f64() * 1e3,
+        });
+    }
+}
+
+/// Checks one probe answer against the contract: within `limit`, ids in the corpus, scores
+/// finite and best-first (the host's own bounds on titles and snippets apply in `retrieve`).
+fn check_sources(sources: &[Source], limit: u32, pool: &CorpusPool) -> Result<String, String> {
+    if sources.len() > limit as usize {
+        return Err(format!("{} sources for limit {limit}", sources.len()));
+    }
+    let session = pool.session().map_err(|e| e.to_string())?;
+    for s in sources {
+        if session.get(&s.id).map_err(|e| e.to_string())?.is_none() {
+            return Err(format!("id {:?} is not in the corpus", s.id));
+        }
+        if !s.score.is_finite() {
+            return Err(format!("score of {:?} is {}", s.id, s.score));
+        }
+    }
+    if let Some(w) = sources.windows(2).find(|w| w[1].score > w[0].score) {
+        return Err(format!(
+            "scores increase: {} then {}",
+            w[0].score, w[1].score
+        ));
+    }
+    let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).take(3).collect();
+    Ok(format!("{} sources, top {:?}", sources.len(), ids))
+}
+
+/// Runs the suite against the component at `path`, over the shipped corpus.
+pub fn run_suite(
+    path: &Path,
+    config: PluginConfig,
+    memory_limit: usize,
+    subset: Subset,
+) -> anyhow::Result<Report> {
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let corpus = read_corpus(None)?;
+    let index = CorpusIndex::open_or_build(&corpus, &default_cache_dir().join("index"))?;
+    let pool = CorpusPool::new(&index, 4)?;
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        memory_limit,
+        max_instances: 4,
+        cache_dir: None,
+        pooling: false,
+    })?;
+    let mut suite = Suite { checks: Vec::new() };
+    // Behaviour is only checked on a component that fits the contract.
+    if let Some(plugin) = check_contract(path, &bytes, config, pool.clone(), &runtime, &mut suite) {
+        check_behaviour(&plugin, &pool, subset, &mut suite);
+    }
+    Ok(report(path, sha256, suite))
+}
+
+fn report(path: &Path, sha256: String, suite: Suite) -> Report {
+    let passed = suite.checks.iter().filter(|c| c.passed).count();
+    Report {
+        plugin: path.display().to_string(),
+        sha256,
+        failed: suite.checks.len() - passed,
+        passed,
+        checks: suite.checks,
+    }
+}
+
+fn check_contract(
+    path: &Path,
+    bytes: &[u8],
+    config: PluginConfig,
+    pool: CorpusPool,
+    runtime: &PluginRuntime,
+    suite: &mut Suite,
+) -> Option<Plugin> {
+    let name = path.display().to_string();
+    let started = Instant::now();
+    let component = Component::new(runtime.engine(), bytes);
+    suite.record(
+        "contract.component",
+        "a WebAssembly component",
+        started,
+        component
+            .as_ref()
+            .map(|_| "compiled".to_owned())
+            .map_err(|e| format!("{e:#}")),
+    );
+    let Ok(component) = component else {
+        return None;
+    };
+    let started = Instant::now();
+    let imports = contract::imports(&component, runtime.engine());
+    let versions: Vec<&str> = imports
+        .iter()
+        .filter(|i| i.starts_with(contract::CONTRACT_PACKAGE))
+        .filter_map(|i| i.split_once('@').map(|(_, v)| v))
+        .collect();
+    let unsupported: Vec<&&str> = versions
+        .iter()
+        .filter(|v| !contract::SUPPORTED_VERSIONS.contains(v))
+        .collect();
+    suite.record(
+        "contract.version",
+        &format!(
+            "{}@{}",
+            contract::CONTRACT_PACKAGE,
+            contract::SUPPORTED_VERSIONS.join("|")
+        ),
+        started,
+        if unsupported.is_empty() {
+            Ok(format!(
+                "{:?}",
+                versions.first().copied().unwrap_or("no contract imports")
+            ))
+        } else {
+            Err(format!(
+                "built against unsupported version(s) {unsupported:?}"
+            ))
+        },
+    );
+    let started = Instant::now();
+    suite.record(
+        "contract.imports",
+        "only the contract's interfaces and WASI std basics (no files, sockets)",
+        started,
+        contract::check(&name, &component, runtime.engine())
+            .map(|()| format!("{} imports, all allowed", imports.len()))
+            .map_err(|e| e.to_string()),
+    );
+    let started = Instant::now();
+    let plugin = Plugin::load(runtime, &PluginSource::File(path.to_owned()), config, pool);
+    suite.record(
+        "contract.world",
+        "exports retrieve(question, limit) of world retrieval-plugin, types match",
+        started,
+        plugin
+            .as_ref()
+            .map(|_| "linked".to_owned())
+            .map_err(|e| e.to_string()),
+    );
+    plugin.ok()
+}
+
+fn describe(result: &Result<Vec<Source>, PluginError>) -> String {
+    match result {
+        Ok(s) => format!("{} sources", s.len()),
+        // A trap's message is a backtrace; its last line says what trapped.
+        Err(PluginError::Trap(m)) => format!(
+            "trapped: {}",
+            m.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+        ),
+        Err(e) => {
+            let mut text = e.to_string();
+            text.truncate(200);
+            text
+        }
+    }
+}
+
+fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &mut Suite) {
+    let (questions, adversarial) = match subset {
+        Subset::Full => (probes::QUESTIONS.len(), usize::MAX),
+        Subset::Smoke => (2, 2),
+    };
+    let mut peak_memory = 0usize;
+    let mut leaked_sessions = 0usize;
+    let mut call = |question: &str, limit: u32| {
+        let (result, stats) = plugin.retrieve_metered(question, limit, 0);
+        peak_memory = peak_memory.max(stats.peak_memory);
+        leaked_sessions = leaked_sessions.max(pool.live_sessions());
+        result
+    };
+    for (i, question) in probes::QUESTIONS.iter().take(questions).enumerate() {
+        let started = Instant::now();
+        let outcome = match call(question, 5) {
+            Ok(sources) => check_sources(&sources, 5, pool),
+            Err(e) => Err(describe(&Err(e))),
+        };
+        suite.record(
+            format!("behaviour.probe.{}", i + 1),
+            "a result: ≤ limit, ids in the corpus, finite best-first scores",
+            started,
+            outcome,
+        );
+    }
+    let started = Instant::now();
+    let first = call(probes::QUESTIONS[0], 5);
+    let second = call(probes::QUESTIONS[0], 5);
+    let same = match (&first, &second) {
+        (Ok(a), Ok(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.id == y.id && x.score == y.score)
+        }
+        _ => false,
+    };
+    suite.record(
+        "behaviour.deterministic",
+        "the same question twice gives the same answer",
+        started,
+        if same {
+            Ok(describe(&first))
+        } else {
+            Err(format!("{} vs {}", describe(&first), describe(&second)))
+        },
+    );
+    if subset == Subset::Full {
+        for limit in [1u32, 20] {
+            let started = Instant::now();
+            let outcome = match call(probes::QUESTIONS[1], limit) {
+                Ok(sources) => check_sources(&sources, limit, pool),
+                Err(e) => Err(describe(&Err(e))),
+            };
+            suite.record(
+                format!("behaviour.limit.{limit}"),
+                &format!("at most {limit} sources"),
+                started,
+                outcome,
+            );
+        }
+    }
+    for (name, question) in probes::adversarial().into_iter().take(adversarial) {
+        let started = Instant::now();
+        let result = call(&question, 5);
+        let outcome = match &result {
+            Ok(sources) => check_sources(sources, 5, pool),
+            Err(PluginError::Guest(_)) => Ok(format!("typed error: {}", describe(&result))),
+            Err(_) => Err(describe(&result)),
+        };
+        suite.record(
+            format!("behaviour.adversarial.{name}"),
+            "a result or a typed error, never a trap",
+            started,
+            outcome,
+        );
+    }
+    let started = Instant::now();
+    suite.record(
+        "hygiene.sessions",
+        "every corpus session closed when its call ends",
+        started,
+        if leaked_sessions == 0 && pool.live_sessions() == 0 {
+            Ok(format!(
+                "0 open after every call ({} opened)",
+                pool.sessions_opened()
+            ))
+        } else {
+            Err(format!("{leaked_sessions} still open after a call"))
+        },
+    );
+    let started = Instant::now();
+    let cap = plugin.memory_limit();
+    suite.record(
+        "hygiene.memory",
+        &format!("linear memory ≤ {} MiB", cap >> 20),
+        started,
+        if peak_memory <= cap {
+            Ok(format!(
+                "peak {:.1} MiB",
+                peak_memory as f64 / (1 << 20) as f64
+            ))
+        } else {
+            Err(format!("peak {peak_memory} bytes"))
+        },
+    );
+}

@@ -1,0 +1,112 @@
+//! `turnstile check` on every shipped component, each with its expected outcome.
+#![allow(clippy::unwrap_used)]
+
+use std::process::Command;
+
+use serde_json::Value;
+use turnstile::components;
+
+/// Runs `turnstile check --json PATH ARGS` and returns (exit success, report).
+fn check(path: &str, args: &[&str]) -> (bool, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_turnstile"))
+        .args(["check", "--json", path])
+        .args(args)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    (output.status.success(), report)
+}
+
+fn failed(report: &Value) -> Vec<String> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn observed<'a>(report: &'a Value, name: &str) -> &'a str {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}"))["observed"]
+        .as_str()
+        .unwrap()
+}
+
+#[test]
+fn the_retrieval_plugin_passes_everything() {
+    let (ok, report) = check(components::RETRIEVAL, &[]);
+    assert!(ok, "{report:#}");
+    assert_eq!(failed(&report), Vec::<String>::new());
+    assert!(report["passed"].as_u64().unwrap() >= 20);
+    assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn the_delay_fixture_passes_everything() {
+    let (ok, report) = check(components::DELAY, &["--plugin-config", "delay_ms=0"]);
+    assert!(ok, "{report:#}");
+    assert_eq!(report["failed"], 0);
+}
+
+#[test]
+fn the_fault_fixture_fits_the_contract_but_traps_as_designed() {
+    let (ok, report) = check(components::FAULT, &[]);
+    assert!(!ok);
+    let failed = failed(&report);
+    assert!(
+        !failed
+            .iter()
+            .any(|n| n.starts_with("contract.") || n.starts_with("hygiene.")),
+        "{failed:?}"
+    );
+    assert!(failed.contains(&"behaviour.probe.1".to_owned()));
+    assert!(observed(&report, "behaviour.probe.1").starts_with("trapped:"));
+    assert!(observed(&report, "hygiene.sessions").starts_with("0 open"));
+}
+
+#[test]
+fn the_hostile_fixture_without_an_attempt_fails_behaviour_with_typed_errors() {
+    let (ok, report) = check(components::HOSTILE, &[]);
+    assert!(!ok);
+    assert!(observed(&report, "behaviour.probe.1").contains("unknown attempt"));
+    assert!(observed(&report, "behaviour.adversarial.emoji").starts_with("typed error"));
+}
+
+#[test]
+fn a_component_importing_files_and_sockets_is_refused_naming_the_import() {
+    let (ok, report) = check(components::ESCAPE, &[]);
+    assert!(!ok);
+    assert_eq!(failed(&report), ["contract.imports", "contract.world"]);
+    let imports = observed(&report, "contract.imports");
+    assert!(imports.contains("it imports `wasi:"), "{imports}");
+}
+
+#[test]
+fn human_output_has_a_line_per_check_and_a_summary() {
+    let output = Command::new(env!("CARGO_BIN_EXE_turnstile"))
+        .args(["check", components::ESCAPE])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("PASS contract.component"), "{text}");
+    assert!(text.contains("FAIL contract.imports"), "{text}");
+    assert!(text.trim_end().ends_with("2 passed, 2 failed"), "{text}");
+}
+
+#[test]
+fn a_file_that_is_not_a_component_fails_the_first_check() {
+    let path = std::env::temp_dir().join(format!("not-a-component-{}.wasm", std::process::id()));
+    std::fs::write(&path, b"\0asm\x01\0\0\0").unwrap();
+    let (ok, report) = check(path.to_str().unwrap(), &[]);
+    assert!(!ok);
+    assert_eq!(failed(&report), ["contract.component"]);
+    std::fs::remove_file(path).unwrap();
+}
