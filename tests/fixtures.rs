@@ -26,8 +26,8 @@ async fn delay_holds_the_worker_for_delay_ms_then_really_retrieves() {
     );
     let ids = ids(&body);
     assert!(!ids.is_empty() && ids.len() <= 3);
-    assert_eq!(server.state.plugin.corpus().sessions_opened(), 1);
-    assert_eq!(server.state.plugin.corpus().live_sessions(), 0);
+    assert_eq!(server.state.plugin().corpus().sessions_opened(), 1);
+    assert_eq!(server.state.plugin().corpus().live_sessions(), 0);
     server.stop().await;
 }
 
@@ -62,7 +62,7 @@ async fn fault_fails_constructing_its_tools_and_the_lease_is_released() {
         .filter(|e| e.status == turnstile::gate::EventStatus::Released)
         .count();
     assert_eq!(released, 3);
-    assert_eq!(server.state.plugin.corpus().live_sessions(), 0);
+    assert_eq!(server.state.plugin().corpus().live_sessions(), 0);
     server.stop().await;
 }
 

@@ -75,7 +75,7 @@ async fn fts_syntax_in_questions_is_inert() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
     let server = TestServer::start(&[]).await;
-    let opened_before = server.state.plugin.corpus().sessions_opened();
+    let opened_before = server.state.plugin().corpus().sessions_opened();
     let url = server.url("/retrieve");
     let post = |content_type: Option<&'static str>, body: Vec<u8>| {
         let mut request = server.client.post(&url).body(body);
@@ -167,7 +167,7 @@ async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
         assert!(!body["detail"].as_str().unwrap().is_empty());
     }
     assert_eq!(
-        server.state.plugin.corpus().sessions_opened(),
+        server.state.plugin().corpus().sessions_opened(),
         opened_before,
         "an invalid request reached the plugin"
     );
@@ -177,7 +177,7 @@ async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_is_opened_per_call_and_closed_after_it() {
     let server = TestServer::start(&[]).await;
-    let corpus = server.state.plugin.corpus().clone();
+    let corpus = server.state.plugin().corpus().clone();
     let before = corpus.sessions_opened();
     for _ in 0..3 {
         let (status, _) = server.retrieve(json!({"question": "json"})).await;
@@ -191,7 +191,7 @@ async fn a_session_is_opened_per_call_and_closed_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trapping_plugin_gets_500_and_its_session_is_still_closed() {
     let server = TestServer::start(&["--plugin", components::FAULT]).await;
-    let corpus = server.state.plugin.corpus().clone();
+    let corpus = server.state.plugin().corpus().clone();
     for _ in 0..2 {
         let (status, body) = server.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 500, "{body}");
@@ -244,7 +244,11 @@ async fn the_sandbox_holds() {
         let (status, body) = server.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 500, "{attempt} was not refused: {body}");
         assert_eq!(body["status"], "internal_error");
-        assert_eq!(server.state.plugin.corpus().live_sessions(), 0, "{attempt}");
+        assert_eq!(
+            server.state.plugin().corpus().live_sessions(),
+            0,
+            "{attempt}"
+        );
         server.stop().await;
     }
 }
@@ -270,7 +274,7 @@ async fn another_component_is_served_without_rebuilding_the_host() {
 
 async fn server_default_sha() -> String {
     let server = TestServer::start(&[]).await;
-    let sha = server.state.plugin.sha256().to_owned();
+    let sha = server.state.plugin().sha256().to_owned();
     server.stop().await;
     sha
 }

@@ -1,1 +1,285 @@
-//! `turnstile load` smoke tests (being written).
+//! `turnstile load` against a real in-process server: a smoke-sized closed-loop run, flag
+//! validation, and the Locust profile that mirrors it.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use serde_json::Value;
+use support::TestServer;
+use turnstile::load::{DEFAULT_BODY, LoadArgs, SUMMARY_FILE, SVG_FILE, run_load};
+
+#[derive(Parser)]
+struct Wrapper {
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+fn output_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("turnstile-load-{name}-{}", std::process::id()))
+}
+
+fn args(url: String, output: PathBuf) -> LoadArgs {
+    LoadArgs {
+        url,
+        users: 4,
+        spawn_rate: 100.0,
+        duration: 2.0,
+        body: DEFAULT_BODY.to_owned(),
+        output,
+        timeout_s: 10.0,
+        quiet: true,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn smoke_run_against_the_delay_plugin() {
+    let server = TestServer::start(&[
+        "--plugin",
+        turnstile::components::DELAY,
+        "--plugin-config",
+        "delay_ms=50",
+        "--max-active",
+        "2",
+    ])
+    .await;
+    let output = output_dir("smoke");
+    let _ = std::fs::remove_dir_all(&output);
+    let summary = run_load(&args(server.url("/retrieve"), output.join("nested")))
+        .await
+        .unwrap();
+    server.stop().await;
+
+    let dir = output.join("nested");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(SUMMARY_FILE)).unwrap()).unwrap();
+    let requests = json["requests"].as_u64().unwrap();
+    assert!(requests > 0, "{json:#}");
+    assert_eq!(requests, summary.requests);
+    // 4 users, 2 slots, 50 ms per call: about 40 requests per second.
+    assert!(requests >= 20, "only {requests} requests in 2 s: {json:#}");
+    assert_eq!(json["statuses"].as_object().unwrap().len(), 1, "{json:#}");
+    assert_eq!(json["statuses"]["200"].as_u64(), Some(requests), "{json:#}");
+    assert_eq!(json["failures"], 0);
+    assert_eq!(json["abandoned"], 0);
+    assert_eq!(json["ramp"]["users_started"], 4);
+    assert_eq!(json["settings"]["users"], 4);
+    assert_eq!(
+        json["settings"]["body"]["question"],
+        "How do I parse command line arguments?"
+    );
+
+    // Latency: at least the plugin's 50 ms, and ordered percentiles.
+    let l = &json["latency_ms"];
+    let p = |k: &str| l[k].as_f64().unwrap();
+    assert!(p("p50") >= 50.0, "{l}");
+    assert!(
+        p("p50") <= p("p90") && p("p90") <= p("p99") && p("p99") <= p("max"),
+        "{l}"
+    );
+
+    // The plateau exists, and its rate is near the gate's capacity (2 slots / ~50 ms).
+    let plateau = json["plateau"]["requests_per_s"].as_f64().unwrap();
+    assert!(
+        (10.0..=60.0).contains(&plateau),
+        "plateau {plateau}: {json:#}"
+    );
+
+    // The per-second series accounts for every request.
+    let series = json["time_series"].as_array().unwrap();
+    assert!(series.len() >= 2, "{json:#}");
+    let total: u64 = series.iter().map(|s| s["requests"].as_u64().unwrap()).sum();
+    assert_eq!(total, requests);
+    assert_eq!(series[0]["second"], 0);
+    assert!(series.iter().any(|s| s["users"] == 4), "{json:#}");
+
+    let svg = std::fs::read_to_string(dir.join(SVG_FILE)).unwrap();
+    assert!(svg.starts_with("<svg") && svg.len() > 1000, "{svg}");
+    assert!(svg.contains("Requests per second"));
+    assert_eq!(json["charts"]["svg"], SVG_FILE);
+    // PNG is optional (it needs a font), but then the reason is given.
+    assert!(
+        json["charts"]["png"].is_string() || json["charts"]["png_skipped"].is_string(),
+        "{json:#}"
+    );
+
+    let table = turnstile::load::table(&summary);
+    assert!(table.contains("requests/s plateau"), "{table}");
+    assert!(table.contains("status 200"), "{table}");
+    let _ = std::fs::remove_dir_all(&output);
+}
+
+fn parse_error(flags: &[&str]) -> String {
+    let mut argv = vec!["load"];
+    argv.extend_from_slice(flags);
+    match Wrapper::try_parse_from(argv) {
+        Ok(_) => panic!("{flags:?} was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn invalid_flags_are_refused_with_flag_value_and_range() {
+    let base = ["--url", "http://127.0.0.1:1/retrieve", "--output", "/tmp/x"];
+    let with = |extra: &[&'static str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    let e = parse_error(&with(&["--users", "0", "--duration", "1"]));
+    assert!(
+        e.contains("--users") && e.contains("'0'") && e.contains("1..=10000"),
+        "{e}"
+    );
+    let e = parse_error(&with(&["--users", "10001", "--duration", "1"]));
+    assert!(e.contains("--users") && e.contains("1..=10000"), "{e}");
+    let e = parse_error(&with(&[
+        "--users",
+        "2",
+        "--duration",
+        "1",
+        "--spawn-rate",
+        "0",
+    ]));
+    assert!(
+        e.contains("--spawn-rate") && e.contains("more than 0"),
+        "{e}"
+    );
+    let e = parse_error(&with(&["--users", "2", "--duration", "-3"]));
+    assert!(e.contains("--duration") && e.contains("86400"), "{e}");
+    let e = parse_error(&with(&["--users", "2", "--duration", "soon"]));
+    assert!(
+        e.contains("--duration") && e.contains("not a number"),
+        "{e}"
+    );
+    let e = parse_error(&with(&[
+        "--users",
+        "2",
+        "--duration",
+        "1",
+        "--timeout-s",
+        "0",
+    ]));
+    assert!(e.contains("--timeout-s") && e.contains("3600"), "{e}");
+    let e = parse_error(&with(&[
+        "--users",
+        "2",
+        "--duration",
+        "1",
+        "--body",
+        "{oops",
+    ]));
+    assert!(e.contains("--body") && e.contains("not valid JSON"), "{e}");
+    let e = parse_error(&[
+        "--url",
+        "https://example.com/",
+        "--output",
+        "/tmp/x",
+        "--users",
+        "1",
+        "--duration",
+        "1",
+    ]);
+    assert!(
+        e.contains("--url") && e.contains("https is not supported"),
+        "{e}"
+    );
+    let e = parse_error(&[
+        "--url",
+        "not a url",
+        "--output",
+        "/tmp/x",
+        "--users",
+        "1",
+        "--duration",
+        "1",
+    ]);
+    assert!(e.contains("--url") && e.contains("absolute URL"), "{e}");
+
+    // Accepted: the defaults fill in body, spawn rate and timeout.
+    let mut argv = vec!["load"];
+    argv.extend(with(&["--users", "3", "--duration", "2.5"]));
+    let ok = Wrapper::try_parse_from(argv).unwrap();
+    assert_eq!(ok.load.body, DEFAULT_BODY);
+    assert_eq!(ok.load.spawn_rate, 1.0);
+    assert_eq!(ok.load.timeout_s, 60.0);
+}
+
+#[tokio::test]
+async fn invalid_args_built_in_code_are_refused_before_any_request() {
+    let output = output_dir("invalid");
+    let mut bad = args("http://127.0.0.1:1/retrieve".into(), output.clone());
+    bad.users = 0;
+    let e = run_load(&bad).await.unwrap_err().to_string();
+    assert!(e.contains("--users") && e.contains("1..=10000"), "{e}");
+
+    let mut bad = args("http://127.0.0.1:1/retrieve".into(), output.clone());
+    bad.body = "not json".into();
+    let e = run_load(&bad).await.unwrap_err().to_string();
+    assert!(e.contains("--body") && e.contains("not valid JSON"), "{e}");
+
+    let mut bad = args("http://127.0.0.1:1/retrieve".into(), output.clone());
+    bad.spawn_rate = f64::NAN;
+    let e = run_load(&bad).await.unwrap_err().to_string();
+    assert!(e.contains("--spawn-rate"), "{e}");
+
+    // An --output that is a file.
+    let file = output_dir("file");
+    std::fs::write(&file, b"x").unwrap();
+    let e = run_load(&args("http://127.0.0.1:1/retrieve".into(), file.clone()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--output") && e.contains("not a directory"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(&file);
+    assert!(!output.exists(), "nothing is created for refused flags");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_errors_are_counted_by_kind() {
+    // A port nothing listens on: every request fails to connect, quickly.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let output = output_dir("refused");
+    let mut a = args(format!("http://127.0.0.1:{port}/retrieve"), output.clone());
+    a.users = 1;
+    a.duration = 0.5;
+    let summary = run_load(&a).await.unwrap();
+    assert!(summary.requests > 0);
+    assert_eq!(summary.failures, summary.requests);
+    assert_eq!(
+        summary.statuses.keys().collect::<Vec<_>>(),
+        ["connect_error"],
+        "{:?}",
+        summary.statuses
+    );
+    let _ = std::fs::remove_dir_all(&output);
+}
+
+#[test]
+fn locustfile_parses() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../loadtest/locustfile.py");
+    let run = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ast,sys; ast.parse(open(sys.argv[1]).read())",
+            path,
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 (needed to check {path}): {e}"));
+    assert!(
+        run.status.success(),
+        "{path} does not parse:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("HttpUser") && text.contains("constant(0)"));
+    assert!(text.contains("/retrieve") && text.contains("How do I parse command line arguments?"));
+}

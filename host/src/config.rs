@@ -31,6 +31,20 @@ pub struct ServeArgs {
     #[arg(long, env = "TURNSTILE_PLUGIN")]
     pub plugin: Option<PathBuf>,
 
+    /// Refuse to start unless the plugin file has this sha256 (hex).
+    #[arg(long = "plugin-sha256", env = "TURNSTILE_PLUGIN_SHA256", value_parser = parse_sha256)]
+    pub plugin_sha256: Option<String>,
+
+    /// Bearer token for `/admin/*` (and `/state` when listening beyond loopback). Without one,
+    /// those endpoints answer loopback clients only. Prefer the environment variable: flags are
+    /// visible to other users of the machine.
+    #[arg(
+        long = "admin-token",
+        env = "TURNSTILE_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+
     /// A `KEY=VALUE` setting the plugin can read through its `config` import (repeatable).
     #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
     pub plugin_config: Vec<(String, String)>,
@@ -150,4 +164,13 @@ pub(crate) fn parse_config_entry(s: &str) -> Result<(String, String), String> {
         ));
     }
     Ok((k.to_owned(), v.to_owned()))
+}
+
+/// A sha256 in hex: 64 hex digits, stored lowercase.
+pub(crate) fn parse_sha256(s: &str) -> Result<String, String> {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(format!("expected 64 hex digits, got {s:?}"))
+    }
 }

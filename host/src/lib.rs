@@ -13,6 +13,7 @@ pub mod http;
 pub mod load;
 pub mod plugin;
 pub mod server;
+pub mod swap;
 
 /// Paths of the components the build placed in `target/plugins/` (for tests and tools).
 pub mod components {

@@ -70,6 +70,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let drain = std::time::Duration::from_millis(args.drain_ms);
     let result = runtime.block_on(async {
         let listener = turnstile::server::listener(&args)?;
+        reload_on_sighup(state.clone(), args.plugin_sha256.clone());
         turnstile::server::run(state, listener, shutdown_signal(), drain).await
     });
     // After a drain timeout a plugin call may still be running on a blocking thread: do not
@@ -92,4 +93,32 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; shutting down"),
         _ = term.recv() => tracing::info!("SIGTERM received; shutting down"),
     }
+}
+
+/// SIGHUP reloads the configured plugin (re-read, re-checked, swapped only if it passes).
+fn reload_on_sighup(state: turnstile::http::AppState, pinned_sha256: Option<String>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot listen for SIGHUP; reload with POST /admin/plugin instead");
+        return;
+    };
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            let source = state.plugins.current().source;
+            tracing::info!(?source, "SIGHUP received; reloading the plugin");
+            let (state, pinned) = (state.clone(), pinned_sha256.clone());
+            let outcome = tokio::task::spawn_blocking(move || {
+                turnstile::swap::swap(&state, source, pinned.as_deref(), None)
+                    .map(|s| s.generation.number)
+            })
+            .await;
+            match outcome {
+                Ok(Ok(generation)) => tracing::info!(generation, "reload done"),
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "reload refused; the current plugin keeps serving")
+                }
+                Err(error) => tracing::error!(%error, "reload failed"),
+            }
+        }
+    });
 }

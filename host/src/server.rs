@@ -12,11 +12,11 @@ use tokio::sync::Notify;
 use crate::config::ServeArgs;
 use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
 use crate::gate::Gate;
-use crate::http::{AppState, app};
-use crate::plugin::{Plugin, PluginRuntime, RuntimeOptions};
+use crate::http::{AdminPolicy, AppState, app};
+use crate::plugin::{Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
 
 /// Idle read-only connections kept for reuse.
-const MAX_IDLE_CONNECTIONS: usize = 16;
+pub const MAX_IDLE_CONNECTIONS: usize = 16;
 
 /// Loads everything `serve` needs: this is startup work, never done on a request path.
 pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
@@ -32,23 +32,39 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
     let runtime = PluginRuntime::new(RuntimeOptions {
         memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
-        // The gate bounds concurrent plugin calls, and so live instances.
-        max_instances: gate_config.max_active as u32,
+        // The gate bounds concurrent plugin calls, and so live instances; one more for the
+        // smoke checks of a hot-swap candidate (swaps are serialised, their calls sequential).
+        max_instances: gate_config.max_active as u32 + 1,
         cache_dir: (!args.no_precompiled_cache).then(|| cache_dir.join("plugins")),
         pooling: true,
     })?;
-    let plugin = Plugin::load(&runtime, &args.plugin_source(), plugin_config, pool)
+    let source = args.plugin_source();
+    let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
         .context("loading the plugin")?;
+    if let Some(expected) = &args.plugin_sha256
+        && plugin.sha256() != expected
+    {
+        anyhow::bail!(
+            "--plugin-sha256: the plugin has sha256 {}, expected {expected}; refusing to start",
+            plugin.sha256()
+        );
+    }
     tracing::info!(plugin = plugin.name(), sha256 = plugin.sha256(), allocator = ?runtime.allocator(), "plugin ready");
     tracing::info!(
         max_active = gate_config.max_active, max_waiting = gate_config.max_waiting,
         wait_deadline = ?gate_config.wait_deadline, "gate ready"
     );
+    let admin = AdminPolicy {
+        token: args.admin_token.clone(),
+        protect_state: false,
+    };
     Ok(AppState::new(
-        Arc::new(plugin),
+        PluginSlot::new(plugin, source),
+        Arc::new(runtime),
+        plugin_config,
         Arc::new(index),
-        runtime.allocator(),
         Gate::new(gate_config),
+        admin,
     ))
 }
 
@@ -85,25 +101,34 @@ fn adopt_listener(fd: i32) -> anyhow::Result<std::net::TcpListener> {
 /// workers whose client is gone — for at most `drain`. Past it, returns an error naming what
 /// was still running.
 pub async fn run(
-    state: AppState,
+    mut state: AppState,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     drain: Duration,
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        // Reachable beyond this machine: the gate's state is for operators only.
+        let mut admin = (*state.admin).clone();
+        admin.protect_state = true;
+        state.admin = Arc::new(admin);
+    }
     let gate = state.gate.clone();
     let signal = Arc::new(Notify::new());
     let signalled = Arc::new(AtomicBool::new(false));
-    let serve = axum::serve(listener, app(state))
-        .with_graceful_shutdown({
-            let (signal, signalled) = (Arc::clone(&signal), Arc::clone(&signalled));
-            async move {
-                shutdown.await;
-                signalled.store(true, Ordering::SeqCst);
-                signal.notify_one();
-            }
-        })
-        .into_future();
+    let serve = axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown({
+        let (signal, signalled) = (Arc::clone(&signal), Arc::clone(&signalled));
+        async move {
+            shutdown.await;
+            signalled.store(true, Ordering::SeqCst);
+            signal.notify_one();
+        }
+    })
+    .into_future();
     tokio::pin!(serve);
     tracing::info!(%addr, "turnstile ready: listening on http://{addr}");
     // `serve` may finish on its own right after the signal (no open connections): that is a

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-pub use suite::{Check, Report, Subset, run_suite};
+pub use suite::{Check, Report, Subset, run_suite, smoke};
 
 /// Flags of `turnstile check`.
 #[derive(Debug, Clone, Args)]

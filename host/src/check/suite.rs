@@ -163,6 +163,14 @@ fn report(path: &Path, sha256: String, suite: Suite) -> Report {
     }
 }
 
+/// The smoke subset's behaviour and hygiene checks on an already loaded plugin (a hot swap
+/// runs them on its candidate before installing it).
+pub fn smoke(plugin: &Plugin) -> Vec<Check> {
+    let mut suite = Suite { checks: Vec::new() };
+    check_behaviour(plugin, plugin.corpus(), Subset::Smoke, &mut suite);
+    suite.checks
+}
+
 fn check_contract(
     path: &Path,
     bytes: &[u8],

@@ -23,6 +23,17 @@ pub enum ApiError {
     /// with `Retry-After`.
     #[error("{0}")]
     Refused(Refusal),
+    /// Admin access refused: 401.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// A plugin swap was refused; the current plugin keeps serving: 422.
+    #[error("{code}: {detail}")]
+    SwapFailed {
+        /// e.g. `sha256_mismatch`.
+        code: &'static str,
+        /// Human message.
+        detail: String,
+    },
     /// The plugin failed (trap, guest error, panic): 500 `{"status":"internal_error"}`.
     #[error("internal error in request {request_id}")]
     Internal {
@@ -82,6 +93,18 @@ impl IntoResponse for ApiError {
                 )
                     .into_response()
             }
+            Self::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                Json(json!({"status": "unauthorized",
+                            "detail": "admin access needs a valid bearer token (or loopback when none is set)"})),
+            )
+                .into_response(),
+            Self::SwapFailed { code, detail } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({"status": "swap_failed", "error": code, "detail": detail})),
+            )
+                .into_response(),
             Self::Internal { request_id } => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Json(json!({"status": "internal_error", "request_id": request_id})),

@@ -14,7 +14,7 @@ pub async fn healthz() -> Json<Value> {
 pub async fn readyz(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
         "status": "ready",
-        "plugin": {"name": state.plugin.name(), "sha256": state.plugin.sha256()},
+        "plugin": plugin_body(&state),
         "corpus": {
             "source": state.corpus.source,
             "sha256": state.corpus.sha256,
@@ -29,7 +29,17 @@ pub async fn readyz(State(state): State<AppState>) -> Json<Value> {
 /// operator: which plugin serves, and how many corpus sessions are open right now.
 pub async fn state(State(state): State<AppState>) -> Json<Value> {
     let mut body = serde_json::to_value(state.gate.snapshot()).unwrap_or_else(|_| json!({}));
-    body["plugin"] = json!({"name": state.plugin.name(), "sha256": state.plugin.sha256()});
-    body["corpus_sessions_open"] = json!(state.plugin.corpus().live_sessions());
+    body["plugin"] = plugin_body(&state);
+    body["corpus_sessions_open"] = json!(state.plugin().corpus().live_sessions());
     Json(body)
+}
+
+/// Which plugin generation serves new requests.
+pub fn plugin_body(state: &AppState) -> Value {
+    let generation = state.plugins.current();
+    json!({
+        "name": generation.plugin.name(),
+        "sha256": generation.plugin.sha256(),
+        "generation": generation.number,
+    })
 }

@@ -1,5 +1,7 @@
 //! `POST /retrieve`: validate, run the plugin on a blocking worker thread, answer.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -135,6 +137,7 @@ pub struct SourceBody {
 pub struct PluginBody {
     name: String,
     sha256: String,
+    generation: u64,
 }
 
 impl From<Source> for SourceBody {
@@ -203,7 +206,9 @@ pub async fn retrieve(
     // If this handler is dropped from here on (client disconnect, read timeout), the lease is
     // marked as belonging to a gone client — but it stays held by the worker below.
     let client = lease.client_watch();
-    let plugin = state.plugin.clone();
+    // The generation is fixed at admission: a swap from here on does not affect this request.
+    let generation = state.plugins.current();
+    let plugin = Arc::clone(&generation.plugin);
     let worker = tokio::task::spawn_blocking(move || {
         // The lease lives in the worker: it is released when this closure ends — the plugin
         // call has returned, failed, trapped or panicked — and not a moment earlier.
@@ -221,8 +226,9 @@ pub async fn retrieve(
             status: "completed",
             sources: sources.into_iter().map(SourceBody::from).collect(),
             plugin: PluginBody {
-                name: state.plugin.name().to_owned(),
-                sha256: state.plugin.sha256().to_owned(),
+                name: generation.plugin.name().to_owned(),
+                sha256: generation.plugin.sha256().to_owned(),
+                generation: generation.number,
             },
             request_id,
             timing: Timing {
@@ -231,11 +237,11 @@ pub async fn retrieve(
             },
         })),
         Ok((Err(error), _)) => {
-            tracing::error!(request_id, plugin = state.plugin.name(), %error, "plugin call failed");
+            tracing::error!(request_id, plugin = generation.plugin.name(), %error, "plugin call failed");
             Err(ApiError::Internal { request_id })
         }
         Err(join) => {
-            tracing::error!(request_id, plugin = state.plugin.name(), error = %join, "plugin worker panicked");
+            tracing::error!(request_id, plugin = generation.plugin.name(), error = %join, "plugin worker panicked");
             Err(ApiError::Internal { request_id })
         }
     }

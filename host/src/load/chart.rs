@@ -26,11 +26,13 @@ const SIZE: (u32, u32) = (1200, 960);
 const TITLE_HEIGHT: u32 = 44;
 
 const GREEN: RGBColor = RGBColor(44, 160, 44);
+const DARK_GREEN: RGBColor = RGBColor(0, 90, 0);
 const RED: RGBColor = RGBColor(214, 39, 40);
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const PURPLE: RGBColor = RGBColor(148, 103, 189);
 const GREY: RGBColor = RGBColor(90, 90, 90);
 const PLATEAU: RGBAColor = RGBAColor(44, 160, 44, 0.10);
+const DRAIN: RGBAColor = RGBAColor(120, 120, 120, 0.12);
 
 /// A drawing failure, as text.
 #[derive(Debug)]
@@ -46,8 +48,12 @@ impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for Chart
 pub(crate) fn write(dir: &Path, summary: &Summary) -> Charts {
     let mut charts = Charts::default();
     match svg(summary).and_then(|text| {
-        std::fs::write(dir.join(SVG_FILE), text)
-            .map_err(|e| ChartError(format!("cannot write {}: {e}", dir.join(SVG_FILE).display())))
+        std::fs::write(dir.join(SVG_FILE), text).map_err(|e| {
+            ChartError(format!(
+                "cannot write {}: {e}",
+                dir.join(SVG_FILE).display()
+            ))
+        })
     }) {
         Ok(()) => charts.svg = Some(SVG_FILE.into()),
         Err(ChartError(why)) => charts.svg_error = Some(why),
@@ -95,37 +101,55 @@ struct Series<'a> {
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Result<(), ChartError> {
     root.fill(&WHITE)?;
     let (title, body) = root.split_vertically(TITLE_HEIGHT);
-    title.draw(&Text::new(title_text(s), (16, 12), font(18.0, HPos::Left, VPos::Top)))?;
+    title.draw(&Text::new(
+        title_text(s),
+        (16, 12),
+        font(18.0, HPos::Left, VPos::Top),
+    ))?;
 
     let x_max = (s.time_series.len() as f64)
-        .max(s.settings.duration_s.ceil())
+        .max(s.elapsed_s.max(s.settings.duration_s).ceil())
         .max(1.0);
     let points = |f: &dyn Fn(&super::summary::SecondPoint) -> Option<f64>| -> Vec<(f64, f64)> {
         s.time_series
             .iter()
-            .filter_map(|p| f(p).map(|v| (p.second as f64, v)))
+            // Each point stands for the second [k, k + 1): drawn at its middle.
+            .filter_map(|p| f(p).map(|v| (p.second as f64 + 0.5, v)))
             .collect()
     };
     let plateau = match (s.plateau.start_s, s.plateau.end_s) {
         (Some(a), Some(b)) => Some((a, b, s.plateau.requests_per_s)),
         _ => None,
     };
+    let drain = (s.elapsed_s > s.load_s).then_some((s.load_s, s.elapsed_s));
 
     let panels = body.split_evenly((3, 1));
     let [rps, latency, users] = panels.as_slice() else {
-        return Err(ChartError("could not split the chart into three panels".into()));
+        return Err(ChartError(
+            "could not split the chart into three panels".into(),
+        ));
     };
     panel(
         rps,
         "Requests per second (completed in each second)",
         "requests/s",
-        x_max,
-        plateau,
+        Bands {
+            x_max,
+            plateau,
+            drain,
+            top: true,
+            bottom: false,
+        },
         &[
             Series {
                 label: "requests/s",
                 color: GREEN,
                 points: points(&|p| Some(p.requests as f64)),
+            },
+            Series {
+                label: "5 s average",
+                color: DARK_GREEN,
+                points: moving_average(s),
             },
             Series {
                 label: "failures/s",
@@ -138,8 +162,13 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Resul
         latency,
         "Response time of the requests completed in each second",
         "latency (ms)",
-        x_max,
-        plateau.map(|(a, b, _)| (a, b, None)),
+        Bands {
+            x_max,
+            plateau: plateau.map(|(a, b, _)| (a, b, None)),
+            drain,
+            top: false,
+            bottom: false,
+        },
         &[
             Series {
                 label: "p50",
@@ -157,8 +186,13 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Resul
         users,
         "Users running",
         "users",
-        x_max,
-        plateau.map(|(a, b, _)| (a, b, None)),
+        Bands {
+            x_max,
+            plateau: plateau.map(|(a, b, _)| (a, b, None)),
+            drain,
+            top: false,
+            bottom: true,
+        },
         &[Series {
             label: "users",
             color: GREY,
@@ -168,14 +202,33 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Resul
     Ok(())
 }
 
+/// The shared time axis and what is shaded on it.
+struct Bands {
+    x_max: f64,
+    /// Plateau start, end and (on the panel that labels it) its rate.
+    plateau: Option<(f64, f64, Option<f64>)>,
+    /// Users stopped sending → last completion.
+    drain: Option<(f64, f64)>,
+    /// The top panel labels the bands.
+    top: bool,
+    /// The bottom panel carries the x axis description.
+    bottom: bool,
+}
+
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     title: &str,
     y_desc: &str,
-    x_max: f64,
-    plateau: Option<(f64, f64, Option<f64>)>,
+    bands: Bands,
     series: &[Series<'_>],
 ) -> Result<(), ChartError> {
+    let Bands {
+        x_max,
+        plateau,
+        drain,
+        top,
+        bottom,
+    } = bands;
     let y_top = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
@@ -190,19 +243,42 @@ fn panel<DB: DrawingBackend>(
         .x_label_area_size(40)
         .y_label_area_size(72)
         .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+    let decimals = if y_max >= 10.0 {
+        0
+    } else if y_max >= 1.0 {
+        1
+    } else {
+        3
+    };
+    let y_format = move |v: &f64| format!("{v:.decimals$}");
     chart
         .configure_mesh()
-        .x_desc("seconds since start")
+        .x_desc(if bottom { "seconds since start" } else { "" })
         .y_desc(y_desc)
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 14))
         .bold_line_style(RGBColor(215, 215, 215))
         .light_line_style(RGBColor(242, 242, 242))
+        .max_light_lines(2)
         .x_labels(13)
         .y_labels(6)
         .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&y_format)
         .draw()?;
+
+    if let Some((start, end)) = drain {
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(start, 0.0), (end, y_max)],
+            DRAIN.filled(),
+        )))?;
+        if top {
+            chart.draw_series(std::iter::once(Text::new(
+                "drain",
+                (start, y_max * 0.97),
+                font(12.0, HPos::Left, VPos::Top),
+            )))?;
+        }
+    }
 
     if let Some((start, end, rate)) = plateau {
         chart.draw_series(std::iter::once(Rectangle::new(
@@ -248,6 +324,22 @@ fn panel<DB: DrawingBackend>(
         x += 28 + text_width(s.label, 13.0) + 24;
     }
     Ok(())
+}
+
+/// Requests per second averaged over the 5 seconds centred on each second (completions arrive
+/// in bursts when the server releases a batch of slots at once; per-second counts then alias).
+fn moving_average(s: &Summary) -> Vec<(f64, f64)> {
+    const HALF: usize = 2;
+    let counts: Vec<f64> = s.time_series.iter().map(|p| p.requests as f64).collect();
+    (HALF..counts.len().saturating_sub(HALF))
+        .map(|k| {
+            let window = &counts[k - HALF..=k + HALF];
+            (
+                k as f64 + 0.5,
+                window.iter().sum::<f64>() / window.len() as f64,
+            )
+        })
+        .collect()
 }
 
 fn title_text(s: &Summary) -> String {

@@ -53,15 +53,15 @@ pub struct LoadArgs {
     pub url: String,
 
     /// Concurrent users, 1..=10000; each sends its next request as soon as the last one ends.
-    #[arg(long, value_name = "N", value_parser = plan::users)]
+    #[arg(long, value_name = "N", value_parser = plan::users, allow_negative_numbers = true)]
     pub users: u32,
 
     /// Users started per second (more than 0, at most 10000); user i starts at i / RATE seconds.
-    #[arg(long = "spawn-rate", value_name = "RATE", default_value = "1", value_parser = plan::spawn_rate)]
+    #[arg(long = "spawn-rate", value_name = "RATE", default_value = "1", value_parser = plan::spawn_rate, allow_negative_numbers = true)]
     pub spawn_rate: f64,
 
     /// Total run time in seconds, ramp-up included (more than 0, at most 86400).
-    #[arg(long, value_name = "SECONDS", value_parser = plan::duration)]
+    #[arg(long, value_name = "SECONDS", value_parser = plan::duration, allow_negative_numbers = true)]
     pub duration: f64,
 
     /// JSON body of every request (sent as is, with content-type application/json).
@@ -73,7 +73,7 @@ pub struct LoadArgs {
     pub output: PathBuf,
 
     /// Per-request timeout in seconds, connect to last body byte (more than 0, at most 3600).
-    #[arg(long = "timeout-s", value_name = "SECONDS", default_value = "60", value_parser = plan::timeout)]
+    #[arg(long = "timeout-s", value_name = "SECONDS", default_value = "60", value_parser = plan::timeout, allow_negative_numbers = true)]
     pub timeout_s: f64,
 
     /// No live progress (the final table is still printed).
@@ -191,8 +191,7 @@ where
     };
     let output = plan.output.clone();
     let for_chart = summary.clone();
-    summary.charts =
-        tokio::task::spawn_blocking(move || chart::write(&output, &for_chart)).await?;
+    summary.charts = tokio::task::spawn_blocking(move || chart::write(&output, &for_chart)).await?;
     report::write_json(&plan.output, &summary)?;
     if let Some(why) = &summary.charts.svg_error {
         anyhow::bail!(

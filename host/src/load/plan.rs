@@ -53,7 +53,11 @@ pub(crate) struct Plan {
 impl Plan {
     /// Checks every flag of `args`.
     pub fn from_args(args: &LoadArgs) -> Result<Self, FlagError> {
-        fn flag<T>(flag: &'static str, value: impl ToString, r: Result<T, String>) -> Result<T, FlagError> {
+        fn flag<T>(
+            flag: &'static str,
+            value: impl ToString,
+            r: Result<T, String>,
+        ) -> Result<T, FlagError> {
             r.map_err(|problem| FlagError {
                 flag,
                 value: value.to_string(),
@@ -61,9 +65,17 @@ impl Plan {
             })
         }
         let url = flag("--url", &args.url, url(&args.url))?;
-        let url = flag("--url", &args.url, Url::parse(&url).map_err(|e| e.to_string()))?;
+        let url = flag(
+            "--url",
+            &args.url,
+            Url::parse(&url).map_err(|e| e.to_string()),
+        )?;
         let users = flag("--users", args.users, check_users(args.users))?;
-        let spawn_rate = flag("--spawn-rate", args.spawn_rate, check_spawn_rate(args.spawn_rate))?;
+        let spawn_rate = flag(
+            "--spawn-rate",
+            args.spawn_rate,
+            check_spawn_rate(args.spawn_rate),
+        )?;
         let duration_s = flag("--duration", args.duration, check_duration(args.duration))?;
         let timeout_s = flag("--timeout-s", args.timeout_s, check_timeout(args.timeout_s))?;
         let body_json = flag("--body", &args.body, body_value(&args.body))?;
@@ -101,7 +113,11 @@ pub(crate) fn url(s: &str) -> Result<String, String> {
                     .into(),
             );
         }
-        other => return Err(format!("scheme {other:?} is not supported; use an http:// URL")),
+        other => {
+            return Err(format!(
+                "scheme {other:?} is not supported; use an http:// URL"
+            ));
+        }
     }
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err("the URL has no host; expected e.g. http://127.0.0.1:8080/retrieve".into());

@@ -34,7 +34,8 @@ pub fn table(s: &Summary) -> String {
         if s.interrupted { " (interrupted)" } else { "" }
     );
     let mut row = |name: &str, value: String, note: String| {
-        let _ = writeln!(out, "  {name:<22} {value:>12}   {note}");
+        let line = format!("  {name:<22} {value:>12}   {note}");
+        let _ = writeln!(out, "{}", line.trim_end());
     };
     row("requests", s.requests.to_string(), String::new());
     row(
@@ -52,7 +53,11 @@ pub fn table(s: &Summary) -> String {
         format!("{:.2}", s.requests_per_s),
         "requests / elapsed".into(),
     );
-    match (&s.plateau.requests_per_s, s.plateau.start_s, s.plateau.end_s) {
+    match (
+        &s.plateau.requests_per_s,
+        s.plateau.start_s,
+        s.plateau.end_s,
+    ) {
         (Some(rate), Some(start), Some(end)) => row(
             "requests/s plateau",
             format!("{rate:.2}"),

@@ -240,8 +240,12 @@ impl Stats {
         if end <= first {
             return (0, 0.0);
         }
-        let lo = usize::try_from(first).unwrap_or(usize::MAX).min(self.bins.len());
-        let hi = usize::try_from(end).unwrap_or(usize::MAX).min(self.bins.len());
+        let lo = usize::try_from(first)
+            .unwrap_or(usize::MAX)
+            .min(self.bins.len());
+        let hi = usize::try_from(end)
+            .unwrap_or(usize::MAX)
+            .min(self.bins.len());
         let count = self.bins[lo..hi].iter().map(|&c| u64::from(c)).sum();
         (count, (end - first) as f64 * BIN_US as f64 / 1e6)
     }

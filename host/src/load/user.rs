@@ -35,7 +35,12 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// A run starting now.
-    pub fn new(client: reqwest::Client, url: Url, body: String, duration: Duration) -> Result<Self, hdrhistogram::CreationError> {
+    pub fn new(
+        client: reqwest::Client,
+        url: Url,
+        body: String,
+        duration: Duration,
+    ) -> Result<Self, hdrhistogram::CreationError> {
         let start = Instant::now();
         Ok(Self {
             client,
@@ -74,7 +79,12 @@ impl Shared {
 
 /// Starts `users` users at `rate` per second, then waits for every one of them to finish.
 /// Starting stops early when the run stops; `stop` is the wake-up for a long gap between starts.
-pub(crate) async fn drive(shared: Arc<Shared>, users: u32, rate: f64, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn drive(
+    shared: Arc<Shared>,
+    users: u32,
+    rate: f64,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut set = JoinSet::new();
     for i in 0..users {
         let at = shared.start + Duration::from_secs_f64(f64::from(i) / rate);

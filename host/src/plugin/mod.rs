@@ -9,9 +9,11 @@ pub mod contract;
 mod error;
 mod host;
 mod runtime;
+mod slot;
 
 pub use bindings::{RetrieveError, Source};
 pub use component::{CallStats, Plugin, PluginSource};
 pub use error::PluginError;
 pub use host::PluginConfig;
 pub use runtime::{Allocator, PluginRuntime, RuntimeOptions};
+pub use slot::{Generation, PluginSlot};

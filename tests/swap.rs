@@ -1,0 +1,192 @@
+//! Hot swap without restart, integrity pinning and admin access, over real HTTP.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use support::TestServer;
+use turnstile::components;
+
+fn sha256_of(path: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Value) {
+    let mut request = server.client.post(server.url("/admin/plugin")).json(&body);
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_under_load_loses_and_fails_no_request() {
+    let server = Arc::new(TestServer::start(&["--max-active", "2", "--max-waiting", "64"]).await);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut loops = Vec::new();
+    for _ in 0..4 {
+        let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
+        loops.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let (status, body) = server.retrieve(json!({"question": "json dumps"})).await;
+                assert_eq!(status, 200, "{body}");
+                seen.push((
+                    body["plugin"]["generation"].as_u64().unwrap(),
+                    body["plugin"]["name"].as_str().unwrap().to_owned(),
+                ));
+            }
+            seen
+        }));
+    }
+    // Wait until traffic is flowing, then swap in the delay fixture.
+    while server.state.gate.snapshot().events.len() < 20 {
+        tokio::task::yield_now().await;
+    }
+    let delay_sha = sha256_of(components::DELAY);
+    let (status, body) = swap(
+        &server,
+        json!({"path": components::DELAY, "sha256": delay_sha, "config": {"delay_ms": "0"}}),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "swapped");
+    assert_eq!(body["generation"], 2);
+    assert_eq!(body["previous"]["generation"], 1);
+    assert_eq!(body["sha256"], delay_sha);
+    // Let every loop see the new generation, then stop.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while server
+        .state
+        .gate
+        .snapshot()
+        .events
+        .iter()
+        .filter(|e| e.status == turnstile::gate::EventStatus::Released)
+        .count()
+        < 40
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut all = Vec::new();
+    for l in loops {
+        all.extend(l.await.unwrap());
+    }
+    assert!(all.iter().any(|(g, n)| *g == 1 && n == "retrieval"));
+    assert!(all.iter().any(|(g, n)| *g == 2 && n == "delay"));
+    // Generations only move forward within each client's sequence is not guaranteed across
+    // clients, but no response names a generation that did not exist.
+    assert!(all.iter().all(|(g, _)| *g == 1 || *g == 2));
+    let state: Value = server
+        .client
+        .get(server.url("/state"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["plugin"]["generation"], 2);
+    assert_eq!(state["plugin"]["name"], "delay");
+    assert_eq!(state["active"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_candidate_leaves_the_old_plugin_serving() {
+    let server = TestServer::start(&[]).await;
+    let cases = [
+        (
+            json!({"path": "/nonexistent/plugin.wasm"}),
+            "plugin_unreadable",
+        ),
+        (json!({"path": components::ESCAPE}), "incompatible_plugin"),
+        (json!({"path": components::FAULT}), "smoke_failed"),
+        (
+            json!({"path": components::DELAY, "sha256": "0".repeat(64)}),
+            "sha256_mismatch",
+        ),
+    ];
+    for (body, code) in cases {
+        let (status, answer) = swap(&server, body, None).await;
+        assert_eq!(status, 422, "{answer}");
+        assert_eq!(answer["status"], "swap_failed");
+        assert_eq!(answer["error"], code, "{answer}");
+        let (status, served) = server.retrieve(json!({"question": "json"})).await;
+        assert_eq!(status, 200);
+        assert_eq!(served["plugin"]["generation"], 1);
+        assert_eq!(served["plugin"]["name"], "retrieval");
+    }
+    for (body, code) in [
+        (
+            json!({"path": components::DELAY, "sha256": "xyz"}),
+            "invalid_sha256",
+        ),
+        (
+            json!({"path": components::DELAY, "evil": true}),
+            "invalid_swap_request",
+        ),
+    ] {
+        let (status, answer) = swap(&server, body, None).await;
+        assert_eq!(status, 422);
+        assert_eq!(answer["error"], code);
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_endpoints_need_the_token_when_one_is_set() {
+    let server = TestServer::start(&["--admin-token", "s3cret-token"]).await;
+    let body = json!({"path": components::DELAY, "config": {"delay_ms": "0"}});
+    let (status, answer) = swap(&server, body.clone(), None).await;
+    assert_eq!(status, 401, "{answer}");
+    assert_eq!(answer["status"], "unauthorized");
+    let (status, _) = swap(&server, body.clone(), Some("wrong")).await;
+    assert_eq!(status, 401);
+    let (status, answer) = swap(&server, body, Some("s3cret-token")).await;
+    assert_eq!(status, 200, "{answer}");
+    // The server listens on loopback, so /state stays open.
+    let state = server
+        .client
+        .get(server.url("/state"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(state.status().as_u16(), 200);
+    server.stop().await;
+}
+
+#[test]
+fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
+    let args = support::args(&[
+        "--plugin",
+        components::DELAY,
+        "--plugin-sha256",
+        &"a".repeat(64),
+    ]);
+    let Err(error) = turnstile::server::load(&args) else {
+        panic!("started with a wrong pin");
+    };
+    assert!(
+        format!("{error:#}").contains("--plugin-sha256"),
+        "{error:#}"
+    );
+    let good = sha256_of(components::DELAY);
+    assert!(
+        turnstile::server::load(&support::args(&[
+            "--plugin",
+            components::DELAY,
+            "--plugin-sha256",
+            &good
+        ]))
+        .is_ok()
+    );
+}
