@@ -14,15 +14,7 @@ use turnstile::components;
 async fn wait_for_state(server: &TestServer, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let state: Value = server
-            .client
-            .get(server.url("/state"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let state: Value = server.get_json("/state").await;
         if done(&state) {
             return state;
         }

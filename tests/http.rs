@@ -293,25 +293,9 @@ async fn a_component_asking_for_files_or_sockets_is_refused_at_startup() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_readiness() {
     let server = TestServer::start(&[]).await;
-    let health: serde_json::Value = server
-        .client
-        .get(server.url("/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: serde_json::Value = server.get_json("/healthz").await;
     assert_eq!(health["status"], "ok");
-    let ready: serde_json::Value = server
-        .client
-        .get(server.url("/readyz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ready: serde_json::Value = server.get_json("/readyz").await;
     assert_eq!(ready["status"], "ready");
     assert!(ready["corpus"]["documents"].as_u64().unwrap() > 1000);
     assert_eq!(ready["plugin"]["name"], "retrieval");

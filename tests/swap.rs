@@ -86,15 +86,7 @@ async fn a_swap_under_load_loses_and_fails_no_request() {
     // Generations only move forward within each client's sequence is not guaranteed across
     // clients, but no response names a generation that did not exist.
     assert!(all.iter().all(|(g, _)| *g == 1 || *g == 2));
-    let state: Value = server
-        .client
-        .get(server.url("/state"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let state: Value = server.get_json("/state").await;
     assert_eq!(state["plugin"]["generation"], 2);
     assert_eq!(state["plugin"]["name"], "delay");
     assert_eq!(state["active"], 0);

@@ -77,6 +77,12 @@ impl TestServer {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// GET a path and parse its JSON body.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        let response = self.client.get(self.url(path)).send().await.unwrap();
+        response.json().await.unwrap()
+    }
+
     /// POST a JSON value to /retrieve; returns status and JSON body.
     pub async fn retrieve(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
         let response = self
