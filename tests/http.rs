@@ -249,6 +249,18 @@ async fn the_sandbox_holds() {
             0,
             "{attempt}"
         );
+        // The same process stays healthy: swap in the default plugin and serve a normal request.
+        let swapped = server
+            .client
+            .post(server.url("/admin/plugin"))
+            .json(&json!({"path": components::RETRIEVAL}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(swapped.status().as_u16(), 200, "{attempt}");
+        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        assert_eq!(status, 200, "{attempt}: {body}");
+        assert_eq!(body["plugin"]["name"], "retrieval");
         server.stop().await;
     }
 }
