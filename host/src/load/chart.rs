@@ -47,7 +47,9 @@ impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for Chart
 /// Writes `DIR/chart.svg` and, when text can be rasterised, `DIR/chart.png`.
 pub(crate) fn write(dir: &Path, summary: &Summary) -> Charts {
     let mut charts = Charts::default();
-    match svg(summary).and_then(|text| {
+    let drawn = catch_unwind(AssertUnwindSafe(|| svg(summary)))
+        .unwrap_or_else(|_| Err(ChartError("the SVG drawing panicked".into())));
+    match drawn.and_then(|text| {
         std::fs::write(dir.join(SVG_FILE), text).map_err(|e| {
             ChartError(format!(
                 "cannot write {}: {e}",
@@ -64,11 +66,11 @@ pub(crate) fn write(dir: &Path, summary: &Summary) -> Charts {
         Ok(Ok(())) => charts.png = Some(PNG_FILE.into()),
         Ok(Err(ChartError(why))) => {
             let _ = std::fs::remove_file(&png_path);
-            charts.png_skipped = Some(format!("the bitmap backend could not draw text: {why}"));
+            charts.png_skipped = Some(format!("the bitmap backend failed: {why}"));
         }
         Err(_) => {
             let _ = std::fs::remove_file(&png_path);
-            charts.png_skipped = Some("the font library panicked while drawing text".into());
+            charts.png_skipped = Some("the bitmap drawing panicked (font library)".into());
         }
     }
     charts

@@ -1,6 +1,6 @@
 //! The validated settings of one run. Every flag is checked twice with the same functions: by
 //! clap while parsing (so the command line fails before anything starts) and again in
-//! [`Plan::from_args`] (so a [`LoadArgs`] built in code is held to the same rules). Every error
+//! `Plan::from_args` (so a [`LoadArgs`] built in code is held to the same rules). Every error
 //! names the flag, the value and what is accepted.
 
 use std::path::PathBuf;

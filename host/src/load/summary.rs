@@ -255,7 +255,7 @@ fn plateau(stats: &Stats, load_end: Duration) -> Plateau {
     if start + MIN_PLATEAU > load_end {
         return missing(format!(
             "the run ended {:.1} s after all users were running, before the settle time \
-             (2 × median {:.0} ms) plus {} s had passed; run longer",
+             (2 × median {:.1} ms) plus {} s had passed; run longer",
             load_end.saturating_sub(all_running).as_secs_f64(),
             p50_ms,
             MIN_PLATEAU.as_secs()
