@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every benchmark (none of them runs in CI): criterion micro-benchmarks, the FTS5 ceiling,
+# waiter memory, server memory with 10,000 waiting requests, the side-by-side comparison with the
+# Python reference service, and the 20-slot / 2 s / 60-user load demonstration.
+# Everything stays on 127.0.0.1. Results: see docs/BENCHMARKS.md for where each lands.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release -p turnstile
+for bench in gate plugin waiter_memory fts5_ceiling; do
+  cargo bench -p turnstile --bench "$bench"
+done
+
+python3 bench/waiting-memory.py --binary target/release/turnstile --waiters 10000
+
+cp target/release/turnstile /tmp/turnstile-bench-bin
+bench/peer-compare.sh
+
+port=18181
+target/release/turnstile serve --listen 127.0.0.1:$port --plugin target/plugins/delay.wasm \
+  --plugin-config delay_ms=2000 --max-active 20 --max-waiting 1000 --wait-ms 300000 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+until curl -sf http://127.0.0.1:$port/readyz >/dev/null; do sleep 0.2; done
+target/release/turnstile load --url http://127.0.0.1:$port/retrieve --users 60 --spawn-rate 5 \
+  --duration 60 --output target/bench/load-demo
