@@ -20,6 +20,7 @@
 # Environment: TURNSTILE_BIN (/tmp/turnstile-bench-bin), PEERS (<repo>/../shared/peers),
 #   PEERS_STATE (~/.cache/turnstile-peers), CONC (16), SECS (20), RUNS (3), WARM_SECS (3),
 #   TS_PORT (18080), LAB_PORT (18000), TS4_PORT (18081), OUT (/tmp/peer-compare-<UTC>),
+#   CORPUS (<repo>/corpus/python-summaries.jsonl; used by BOTH servers), WITH_MAX_ACTIVE_4 (1; 0 skips step 5),
 #   BODY ({"question": "How do I parse command line arguments?", "limit": 5}).
 # Only ONE body is sent per run: load.sh (oha -d) takes a single request body.
 set -euo pipefail
@@ -34,7 +35,8 @@ export PEERS_STATE="${PEERS_STATE:-$HOME/.cache/turnstile-peers}"
 export PYTHONDONTWRITEBYTECODE=1
 
 BIN="${TURNSTILE_BIN:-/tmp/turnstile-bench-bin}"
-CORPUS="$REPO/corpus/python-summaries.jsonl"
+CORPUS="${CORPUS:-$REPO/corpus/python-summaries.jsonl}"
+WITH_MAX_ACTIVE_4="${WITH_MAX_ACTIVE_4:-1}"
 CONC="${CONC:-16}"; SECS="${SECS:-20}"; RUNS="${RUNS:-3}"; WARM_SECS="${WARM_SECS:-3}"
 TS_PORT="${TS_PORT:-18080}"; LAB_PORT="${LAB_PORT:-18000}"; TS4_PORT="${TS4_PORT:-18081}"
 DEFAULT_BODY='{"question": "How do I parse command line arguments?", "limit": 5}'
@@ -143,6 +145,7 @@ curl -s "http://127.0.0.1:$TS_PORT/state" >"$OUT/turnstile-state-after.json" || 
 stop "$LAB_PID"; stop "$TS2_PID"
 
 # Informative: turnstile alone with --max-active 4 (no comparison).
+if [ "$WITH_MAX_ACTIVE_4" = 1 ]; then
 start_turnstile "$TS4_PORT" 4; TS4_PID="$TS_PID"
 check turnstile4 "http://127.0.0.1:$TS4_PORT/retrieve"
 "$LOAD" "http://127.0.0.1:$TS4_PORT/retrieve" "$BODY" "$CONC" "$WARM_SECS" | sed 's/^/warm turnstile max-active 4: /' >&2
@@ -150,6 +153,7 @@ for run in $(seq 1 "$RUNS"); do
   measure turnstile-max-active-4 "$TS4_PID" "http://127.0.0.1:$TS4_PORT/retrieve" "$run"
 done
 stop "$TS4_PID"
+fi
 echo "utc_end: $(date -u +%FT%TZ)" | tee -a "$OUT/meta.txt"
 
 "$PEERS_STATE/.venv/bin/python" - "$RESULTS" <<'PYEOF' | tee "$OUT/summary.md"
