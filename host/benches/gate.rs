@@ -7,14 +7,17 @@
 //! - `enqueue_cancel/*/N`: queue one more waiter and cancel it (drop its future) while N others
 //!   are already queued (the cost should not depend on N);
 //! - `cancel_oldest_enqueue/gate/N`: the same queue length, but the waiter cancelled is the oldest
-//!   (the other end of the queue) and a new one joins at the back.
+//!   (the other end of the queue) and a new one joins at the back;
+//! - `ref/*`: the parts a queued gate waiter is made of, to see where its time goes: a clock read,
+//!   a boxed tokio `Sleep` registered (first poll) and cancelled (drop) while N others are
+//!   registered, and a `BTreeMap<u64, Option<Waker>>` insert + remove at the back with N entries.
 //!
 //! Waiters are queued without a task each: their futures are polled once by hand with
 //! `Waker::noop()` and kept in a collection. The gate's deadline timers need a tokio runtime
 //! context, so the hand-driven benchmarks enter a current-thread runtime with time enabled (it is
 //! never driven, so no deadline fires).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::{Pin, pin};
@@ -186,6 +189,50 @@ fn enqueue_cancel(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     }
 }
 
+/// The parts of a queued waiter, measured alone.
+fn parts(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    c.bench_function("ref/instant_now", |b| b.iter(Instant::now));
+    let rt = runtime();
+    let _context = rt.enter();
+    for n in QUEUED {
+        let mut others: Vec<Pin<Box<tokio::time::Sleep>>> = (0..n)
+            .map(|_| Box::pin(tokio::time::sleep(LONG_WAIT)))
+            .collect();
+        for s in &mut others {
+            assert!(poll_once(s.as_mut()).is_pending());
+        }
+        c.bench_with_input(
+            BenchmarkId::new("ref/sleep_register_cancel", n),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    let mut sleep = Box::pin(tokio::time::sleep(LONG_WAIT));
+                    assert!(poll_once(sleep.as_mut()).is_pending());
+                    drop(black_box(sleep));
+                })
+            },
+        );
+        drop(others);
+    }
+    for n in QUEUED {
+        let mut map: BTreeMap<u64, Option<Waker>> = (0..n as u64)
+            .map(|k| (k, Some(Waker::noop().clone())))
+            .collect();
+        let mut next = n as u64;
+        c.bench_with_input(
+            BenchmarkId::new("ref/btreemap_insert_remove", n),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    next += 1;
+                    map.insert(black_box(next), Some(Waker::noop().clone()));
+                    black_box(map.remove(&next));
+                })
+            },
+        );
+    }
+}
+
 fn bench_gate(c: &mut Criterion) {
     let mut group = c.benchmark_group("gate");
     group
@@ -194,6 +241,7 @@ fn bench_gate(c: &mut Criterion) {
     uncontended(&mut group);
     handoff(&mut group);
     enqueue_cancel(&mut group);
+    parts(&mut group);
     group.finish();
 }
 
