@@ -97,20 +97,23 @@ check() {  # NAME URL: one request must answer 200 "completed"
   [ "$code" = 200 ] || { echo "$1: sanity request answered $code" >&2; cat "$OUT/sample-$1.json" >&2; exit 1; }
 }
 
-machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }  # all CPUs, non-idle ticks
+machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }  # all CPUs, busy ticks (steal excluded)
+steal() { awk '/^cpu /{print $9}' /proc/stat; }  # ticks the hypervisor gave to someone else
+rss_mib() { awk '/^VmRSS/{printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 compilers() { pgrep -c -x rustc 2>/dev/null || true; }  # other work on the machine (e.g. a cargo build)
 
 measure() {  # NAME PID URL RUN
-  local name="$1" pid="$2" url="$3" run="$4" load0 t0 t1 m0 m1 c0 c1 line hz
+  local name="$1" pid="$2" url="$3" run="$4" load0 t0 t1 m0 m1 s0 s1 c0 c1 line hz
   hz="$(getconf CLK_TCK)"
   load0="$(cut -d' ' -f1-3 /proc/loadavg)"; c0="$(compilers)"
-  t0="$(cpu_ticks "$pid")"; m0="$(machine_busy)"
+  t0="$(cpu_ticks "$pid")"; m0="$(machine_busy)"; s0="$(steal)"
   line="$("$LOAD" "$url" "$BODY" "$CONC" "$SECS")"
-  t1="$(cpu_ticks "$pid")"; m1="$(machine_busy)"; c1="$(compilers)"
-  printf '{"target": "%s", "run": %s, "utc": "%s", "loadavg_before": "%s", "rustc_before_after": "%s/%s", "server_cpu_s": %s, "machine_busy_cpu_s": %s, "result": %s}\n' \
+  t1="$(cpu_ticks "$pid")"; m1="$(machine_busy)"; s1="$(steal)"; c1="$(compilers)"
+  printf '{"target": "%s", "run": %s, "utc": "%s", "loadavg_before": "%s", "rustc_before_after": "%s/%s", "server_cpu_s": %s, "machine_busy_cpu_s": %s, "steal_cpu_s": %s, "server_rss_mib": %s, "result": %s}\n' \
     "$name" "$run" "$(date -u +%FT%TZ)" "$load0" "$c0" "$c1" \
     "$(awk -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)/hz}')" \
     "$(awk -v a="$m0" -v b="$m1" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)/hz}')" \
+    "$(awk -v a="$s0" -v b="$s1" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)/hz}')" "$(rss_mib "$pid")" \
     "$line" | tee -a "$RESULTS"
 }
 
@@ -162,13 +165,13 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = {}
 for r in rows:
     by.setdefault(r["target"], []).append(r)
-print("| target | run | requests | req/s | p50 ms | p99 ms | status | errors | server CPU s | machine busy CPU s | rustc procs before/after | loadavg before |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| target | run | requests | req/s | p50 ms | p99 ms | status | errors | server CPU s | machine busy CPU s | steal CPU s | server RSS MiB | rustc procs before/after | loadavg before |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for r in rows:
     x = r["result"]
     st = ", ".join(f"{k}: {v}" for k, v in x["status"].items()) or "-"
     er = ", ".join(f"{k}: {v}" for k, v in x["errors"].items()) or "-"
-    print(f"| {r['target']} | {r['run']} | {x['requests']} | {x['rps']} | {x['p50_ms']} | {x['p99_ms']} | {st} | {er} | {r['server_cpu_s']} | {r['machine_busy_cpu_s']} | {r['rustc_before_after']} | {r['loadavg_before']} |")
+    print(f"| {r['target']} | {r['run']} | {x['requests']} | {x['rps']} | {x['p50_ms']} | {x['p99_ms']} | {st} | {er} | {r['server_cpu_s']} | {r['machine_busy_cpu_s']} | {r.get('steal_cpu_s', '?')} | {r.get('server_rss_mib', '?')} | {r['rustc_before_after']} | {r['loadavg_before']} |")
 print()
 med = {}
 print("| target | median req/s | median p50 ms | median p99 ms | CPU ms per request (server, all runs) |")
