@@ -16,7 +16,8 @@ use super::host::HostState;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Allocator {
-    /// Slots reserved up front and reused: instantiation is a few microseconds.
+    /// Slots reserved up front and reused: about half the cost of on-demand per call (~44 µs vs
+    /// ~87 µs for new store + instantiate + trivial call, docs/BENCH-micro.md).
     Pooling,
     /// Memory mapped per instance: the fallback where the pool's address space cannot be had.
     OnDemand,
