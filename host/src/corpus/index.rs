@@ -146,22 +146,22 @@ mod tests {
 
     #[test]
     fn builds_then_reuses_the_cache_file() {
-        let dir = std::env::temp_dir().join(format!("turnstile-index-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let first = CorpusIndex::open_or_build(&tiny(), &dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let first = CorpusIndex::open_or_build(&tiny(), dir).unwrap();
         assert_eq!(first.origin, IndexOrigin::Built);
         assert_eq!(first.documents, 2);
-        let second = CorpusIndex::open_or_build(&tiny(), &dir).unwrap();
+        let second = CorpusIndex::open_or_build(&tiny(), dir).unwrap();
         assert_eq!(second.origin, IndexOrigin::Reused);
         assert_eq!(second.path, first.path);
         let mut other = tiny();
         other
             .jsonl
             .extend_from_slice(br#"{"id":"x","kind":"module","title":"x","text":"x"}"#);
-        let third = CorpusIndex::open_or_build(&other, &dir).unwrap();
+        let third = CorpusIndex::open_or_build(&other, dir).unwrap();
         assert_eq!(third.origin, IndexOrigin::Built);
         assert_eq!(third.documents, 3);
         assert_ne!(third.path, first.path);
-        std::fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 }

@@ -134,13 +134,15 @@ mod tests {
     use super::*;
     use crate::corpus::{CorpusBytes, CorpusIndex};
 
-    fn pool() -> (CorpusPool, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("turnstile-pool-test-{}", std::process::id()));
+    /// A pool over a one-document corpus in its own temporary directory: tests run in
+    /// parallel threads of one process, so they must never share (or delete) a directory.
+    fn pool() -> (CorpusPool, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
         let corpus = CorpusBytes {
             name: "t".into(),
             jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - parsing","text":"Command-line parsing library"}"#.to_vec(),
         };
-        let index = CorpusIndex::open_or_build(&corpus, &dir).unwrap();
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
         (CorpusPool::new(&index, 2).unwrap(), dir)
     }
 
@@ -166,7 +168,7 @@ mod tests {
         assert_eq!(n, 1);
         drop(conn);
         drop(pool);
-        std::fs::remove_dir_all(dir).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]
@@ -182,6 +184,6 @@ mod tests {
         assert_eq!(pool.inner.idle.lock().unwrap().len(), 2);
         assert_eq!(pool.sessions_opened(), 2);
         drop(pool);
-        std::fs::remove_dir_all(dir).unwrap();
+        dir.close().unwrap();
     }
 }

@@ -150,21 +150,22 @@ mod tests {
     use super::*;
     use crate::corpus::{CorpusBytes, CorpusIndex, CorpusPool};
 
-    fn pool(tag: &str) -> (CorpusPool, std::path::PathBuf) {
-        let dir =
-            std::env::temp_dir().join(format!("turnstile-session-{tag}-{}", std::process::id()));
+    /// A pool over a two-document corpus in its own temporary directory (tests run in
+    /// parallel; none may share or delete another's directory).
+    fn pool() -> (CorpusPool, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
         let corpus = CorpusBytes {
             name: "t".into(),
             jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - Command-line parsing library","text":"Command-line parsing library: handles optional and positional arguments."}
 {"id":"json.dumps","kind":"function","title":"json.dumps - Serialize obj to a JSON formatted str.","text":"Serialize obj to a JSON formatted str."}"#.to_vec(),
         };
-        let index = CorpusIndex::open_or_build(&corpus, &dir).unwrap();
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
         (CorpusPool::new(&index, 2).unwrap(), dir)
     }
 
     #[test]
     fn search_ranks_and_snippets() {
-        let (pool, dir) = pool("search");
+        let (pool, dir) = pool();
         let s = pool.session().unwrap();
         let hits = s.search("\"parsing\" OR \"arguments\"", 5).unwrap();
         assert_eq!(hits.len(), 1);
@@ -175,12 +176,12 @@ mod tests {
         assert_eq!(s.get("json.dumps").unwrap().unwrap().kind, "function");
         assert_eq!(s.get("nope").unwrap(), None);
         drop(s);
-        std::fs::remove_dir_all(dir).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]
     fn bad_expressions_are_typed_errors() {
-        let (pool, dir) = pool("bad");
+        let (pool, dir) = pool();
         let s = pool.session().unwrap();
         for expr in ["(", "\"unterminated", "nosuchcol: x", "AND", "NEAR(", "^"] {
             match s.search(expr, 5) {
@@ -199,7 +200,7 @@ mod tests {
         // The session still works after errors.
         assert_eq!(s.search("json", 5).unwrap().len(), 1);
         drop(s);
-        std::fs::remove_dir_all(dir).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]

@@ -231,12 +231,12 @@ mod tests {
     /// filesystem and socket imports) gets errors, never data, because WASI grants nothing.
     #[test]
     fn wasi_grants_no_files_and_no_sockets() {
-        let dir = std::env::temp_dir().join(format!("turnstile-escape-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
         let corpus = CorpusBytes {
             name: "t".into(),
             jsonl: br#"{"id":"a","kind":"module","title":"a","text":"a"}"#.to_vec(),
         };
-        let index = CorpusIndex::open_or_build(&corpus, &dir).unwrap();
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
         let pool = CorpusPool::new(&index, 1).unwrap();
         let runtime = PluginRuntime::new(RuntimeOptions {
             memory_limit: 64 << 20,
@@ -258,6 +258,6 @@ mod tests {
                 other => panic!("{attempt}: expected a refusal, got {other:?}"),
             }
         }
-        std::fs::remove_dir_all(dir).unwrap();
+        dir.close().unwrap();
     }
 }
