@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
 use super::lease::Lease;
-use super::state::{Entry, GateInner, Pickup};
+use super::queue::WaiterKey;
+use super::state::{Entry, GateInner, Grant, Pickup};
 
 /// Why the gate refused a request. The request never ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -38,9 +39,10 @@ impl Refusal {
 enum Stage {
     /// Not polled yet: nothing is registered with the gate.
     Start,
-    /// In the queue under this ticket, with its deadline timer.
+    /// In the queue under this key since `since`, with its deadline timer.
     Queued {
-        ticket: u64,
+        key: WaiterKey,
+        since: Instant,
         deadline: Pin<Box<Sleep>>,
     },
     /// Returned a lease or a refusal: nothing left to undo.
@@ -52,7 +54,6 @@ enum Stage {
 pub struct Acquire {
     gate: Arc<GateInner>,
     stage: Stage,
-    started: Instant,
 }
 
 impl Acquire {
@@ -60,17 +61,17 @@ impl Acquire {
         Self {
             gate,
             stage: Stage::Start,
-            started: Instant::now(),
         }
     }
 
-    fn lease(&mut self, ticket: u64, granted_at: Instant) -> Lease {
+    /// Turns a grant into the caller's lease; `since` is when the request joined the queue.
+    fn lease(&mut self, grant: Grant, since: Instant) -> Lease {
         self.stage = Stage::Done;
         Lease::new(
             Arc::clone(&self.gate),
-            ticket,
-            granted_at.saturating_duration_since(self.started),
-            granted_at,
+            grant.key,
+            grant.granted_at.saturating_duration_since(since),
+            grant.granted_at,
         )
     }
 }
@@ -83,36 +84,42 @@ impl Future for Acquire {
         loop {
             match &mut this.stage {
                 Stage::Start => {
-                    let (ticket, entry) = this.gate.enter(cx.waker());
-                    match entry {
-                        Entry::Admitted => {
-                            return Poll::Ready(Ok(this.lease(ticket, Instant::now())));
+                    // The one clock read of an admission: it stamps the lease's start.
+                    let now = Instant::now();
+                    match this.gate.enter(cx.waker(), now) {
+                        Entry::Admitted(grant) => {
+                            return Poll::Ready(Ok(this.lease(grant, now)));
                         }
                         Entry::QueueFull { retry_after } => {
                             this.stage = Stage::Done;
                             return Poll::Ready(Err(Refusal::QueueFull { retry_after }));
                         }
-                        Entry::Queued => {
+                        Entry::Queued(key) => {
                             // An active timer, not a lazy check: it wakes this task at the
                             // deadline even if no release ever happens.
                             let deadline = tokio::time::sleep(this.gate.config.wait_deadline);
                             this.stage = Stage::Queued {
-                                ticket,
+                                key,
+                                since: now,
                                 deadline: Box::pin(deadline),
                             };
                         }
                     }
                 }
-                Stage::Queued { ticket, deadline } => {
-                    let ticket = *ticket;
-                    if let Pickup::Granted { granted_at } = this.gate.pick_up(ticket, cx.waker()) {
-                        return Poll::Ready(Ok(this.lease(ticket, granted_at)));
+                Stage::Queued {
+                    key,
+                    since,
+                    deadline,
+                } => {
+                    let (key, since) = (*key, *since);
+                    if let Pickup::Granted(grant) = this.gate.pick_up(key, cx.waker()) {
+                        return Poll::Ready(Ok(this.lease(grant, since)));
                     }
                     if deadline.as_mut().poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    return Poll::Ready(match this.gate.expire(ticket) {
-                        Ok(granted_at) => Ok(this.lease(ticket, granted_at)),
+                    return Poll::Ready(match this.gate.expire(key) {
+                        Ok(grant) => Ok(this.lease(grant, since)),
                         Err(retry_after) => {
                             this.stage = Stage::Done;
                             Err(Refusal::WaitTimeout { retry_after })
@@ -130,8 +137,8 @@ impl Drop for Acquire {
         // Undo a half-finished acquisition: this is what makes `acquire` cancel-safe. A queued
         // ticket leaves the queue; if a promotion handed it a lease before we took the lock, that
         // lease is released here (and the next waiter promoted), so no capacity leaks.
-        if let Stage::Queued { ticket, .. } = self.stage {
-            self.gate.cancel(ticket);
+        if let Stage::Queued { key, .. } = self.stage {
+            self.gate.cancel(key);
         }
     }
 }

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::state::GateInner;
+use super::state::{GateInner, LeaseKey};
 
 /// A slot of the gate, held by a request's work. Dropping it releases the slot (and promotes the
 /// oldest waiter); nothing else does. Move it into the worker that does the work, so it is
@@ -9,7 +9,7 @@ use super::state::GateInner;
 #[must_use = "dropping a lease releases its slot at once"]
 pub struct Lease {
     gate: Arc<GateInner>,
-    ticket: u64,
+    key: LeaseKey,
     waited: Duration,
     granted_at: Instant,
 }
@@ -17,21 +17,21 @@ pub struct Lease {
 impl Lease {
     pub(super) fn new(
         gate: Arc<GateInner>,
-        ticket: u64,
+        key: LeaseKey,
         waited: Duration,
         granted_at: Instant,
     ) -> Self {
         Self {
             gate,
-            ticket,
+            key,
             waited,
             granted_at,
         }
     }
 
-    /// The request's ticket.
+    /// The request's ticket (its place in arrival order).
     pub fn ticket(&self) -> u64 {
-        self.ticket
+        self.key.ticket
     }
 
     /// How long the request waited in the queue before it got this lease.
@@ -50,7 +50,7 @@ impl Lease {
     pub fn client_watch(&self) -> ClientWatch {
         ClientWatch {
             gate: Arc::clone(&self.gate),
-            ticket: self.ticket,
+            key: self.key,
             armed: true,
         }
     }
@@ -58,14 +58,14 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.gate.release(self.ticket);
+        self.gate.release(self.key);
     }
 }
 
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
-            .field("ticket", &self.ticket)
+            .field("ticket", &self.key.ticket)
             .field("waited", &self.waited)
             .finish_non_exhaustive()
     }
@@ -74,7 +74,7 @@ impl std::fmt::Debug for Lease {
 /// Marks a lease's client as gone when dropped while armed. See [`Lease::client_watch`].
 pub struct ClientWatch {
     gate: Arc<GateInner>,
-    ticket: u64,
+    key: LeaseKey,
     armed: bool,
 }
 
@@ -88,7 +88,7 @@ impl ClientWatch {
 impl Drop for ClientWatch {
     fn drop(&mut self) {
         if self.armed {
-            self.gate.mark_client_gone(self.ticket);
+            self.gate.mark_client_gone(self.key);
         }
     }
 }

@@ -12,6 +12,7 @@ mod acquire;
 mod config;
 mod events;
 mod lease;
+mod queue;
 mod state;
 
 pub use acquire::{Acquire, Refusal};

@@ -1,13 +1,14 @@
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use slab::Slab;
 
 use super::GateConfig;
 use super::acquire::Acquire;
 use super::events::{Event, EventLog, EventStatus};
+use super::queue::{Left, WaitQueue, WaiterKey};
 
 /// The admission gate. Cloning shares the same gate.
 #[derive(Clone)]
@@ -22,17 +23,13 @@ pub(super) struct GateInner {
 
 /// Everything behind the gate's one lock. Every change happens in one short critical section
 /// that never spans an `.await`.
-#[derive(Default)]
 pub(super) struct GateState {
-    /// Leases out, including ones promoted to a waiter that has not picked theirs up yet.
-    active: usize,
-    /// Waiting tickets in arrival order: the smallest ticket is the oldest waiter. A `BTreeMap`
-    /// makes removing a cancelled or expired waiter O(log n), wherever it stands in the queue.
-    waiters: BTreeMap<u64, Option<Waker>>,
-    /// Tickets handed a lease by promotion that their waiter has not picked up yet.
-    promoted: HashSet<u64>,
-    /// Live leases by ticket.
-    leases: HashMap<u64, LeaseRecord>,
+    /// Every lease out, in a slot of its own (at most `max_active`, allocated up front): the
+    /// leases held by workers and the ones promoted to a waiter that has not picked theirs up
+    /// yet. Its length is the gate's `active` count.
+    leases: Slab<LeaseRecord>,
+    /// Waiters in arrival order, and the ones promoted that have not picked their lease up.
+    waiters: WaitQueue,
     next_ticket: u64,
     events: EventLog,
     /// Recent execution time (exponentially weighted), for `Retry-After`.
@@ -40,20 +37,36 @@ pub(super) struct GateState {
 }
 
 struct LeaseRecord {
+    ticket: u64,
     granted_at: Instant,
     client_gone: bool,
 }
 
+/// Where a lease lives in the gate: its slot, and the ticket of the request it belongs to (a
+/// slot is reused once its lease is released; the ticket never is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LeaseKey {
+    pub(super) slot: usize,
+    pub(super) ticket: u64,
+}
+
+/// A lease handed over: where it lives and since when it is held.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Grant {
+    pub(super) key: LeaseKey,
+    pub(super) granted_at: Instant,
+}
+
 /// What a first poll of [`Acquire`] decided.
 pub(super) enum Entry {
-    Admitted,
-    Queued,
+    Admitted(Grant),
+    Queued(WaiterKey),
     QueueFull { retry_after: Duration },
 }
 
 /// Whether a queued ticket got its lease.
 pub(super) enum Pickup {
-    Granted { granted_at: Instant },
+    Granted(Grant),
     StillWaiting,
 }
 
@@ -94,8 +107,14 @@ impl Gate {
     pub fn new(config: GateConfig) -> Self {
         Self {
             inner: Arc::new(GateInner {
+                state: Mutex::new(GateState {
+                    leases: Slab::with_capacity(config.max_active),
+                    waiters: WaitQueue::default(),
+                    next_ticket: 0,
+                    events: EventLog::default(),
+                    service_ewma: None,
+                }),
                 config,
-                state: Mutex::new(GateState::default()),
             }),
         }
     }
@@ -126,15 +145,15 @@ impl Gate {
         let mut leases: Vec<LeaseSnapshot> = state
             .leases
             .iter()
-            .map(|(ticket, record)| LeaseSnapshot {
-                ticket: *ticket,
+            .map(|(_, record)| LeaseSnapshot {
+                ticket: record.ticket,
                 held_ms: now.duration_since(record.granted_at).as_millis() as u64,
                 client_gone: record.client_gone,
             })
             .collect();
         leases.sort_by_key(|l| l.ticket);
         Snapshot {
-            active: state.active,
+            active: state.leases.len(),
             waiting: state.waiters.len(),
             events: state.events.to_vec(),
             max_active: self.inner.config.max_active,
@@ -155,36 +174,33 @@ impl GateInner {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// First poll: admit, queue, or refuse.
-    pub(super) fn enter(&self, waker: &Waker) -> (u64, Entry) {
+    /// First poll: admit, queue, or refuse. `now` is read before the lock is taken.
+    pub(super) fn enter(&self, waker: &Waker, now: Instant) -> Entry {
         let mut state = self.lock();
         state.next_ticket += 1;
         let ticket = state.next_ticket;
-        if state.active < self.config.max_active && state.waiters.is_empty() {
-            state.active += 1;
-            state.leases.insert(ticket, LeaseRecord::new());
+        if state.leases.len() < self.config.max_active && state.waiters.is_empty() {
+            let grant = state.grant(ticket, now);
             state.log(EventStatus::Admitted);
-            (ticket, Entry::Admitted)
+            Entry::Admitted(grant)
         } else if state.waiters.len() < self.config.max_waiting {
-            state.waiters.insert(ticket, Some(waker.clone()));
+            let key = state.waiters.push_back(ticket, waker.clone());
             state.log(EventStatus::Queued);
-            (ticket, Entry::Queued)
+            Entry::Queued(key)
         } else {
             state.log(EventStatus::QueueFull);
             let retry_after = state.retry_after(self.config.max_active);
-            (ticket, Entry::QueueFull { retry_after })
+            Entry::QueueFull { retry_after }
         }
     }
 
     /// Later polls of a queued ticket: take a promoted lease, or refresh the waker.
-    pub(super) fn pick_up(&self, ticket: u64, waker: &Waker) -> Pickup {
+    pub(super) fn pick_up(&self, key: WaiterKey, waker: &Waker) -> Pickup {
         let mut state = self.lock();
-        if state.promoted.remove(&ticket) {
-            return Pickup::Granted {
-                granted_at: state.granted_at(ticket),
-            };
+        if let Some(lease) = state.waiters.take_promoted(key) {
+            return Pickup::Granted(state.grant_of(lease, key.ticket));
         }
-        if let Some(slot) = state.waiters.get_mut(&ticket) {
+        if let Some(slot) = state.waiters.waker_mut(key) {
             match slot {
                 Some(w) if w.will_wake(waker) => {}
                 _ => *slot = Some(waker.clone()),
@@ -195,37 +211,43 @@ impl GateInner {
 
     /// The deadline of a queued ticket passed. Returns `Err(retry_after)` if it left the queue;
     /// `Ok` if a promotion got there first (the lease is then the waiter's to use).
-    pub(super) fn expire(&self, ticket: u64) -> Result<Instant, Duration> {
+    pub(super) fn expire(&self, key: WaiterKey) -> Result<Grant, Duration> {
         let mut state = self.lock();
-        if state.waiters.remove(&ticket).is_some() {
-            state.log(EventStatus::WaitTimeout);
-            return Err(state.retry_after(self.config.max_active));
-        }
-        state.promoted.remove(&ticket);
-        Ok(state.granted_at(ticket))
-    }
-
-    /// A queued ticket's future was dropped: leave the queue, or give back a lease that a
-    /// promotion handed over in the meantime.
-    pub(super) fn cancel(&self, ticket: u64) {
-        let mut state = self.lock();
-        if state.waiters.remove(&ticket).is_some() {
-            state.log(EventStatus::WaitCancelled);
-            return;
-        }
-        if state.promoted.remove(&ticket) {
-            let waker = state.release(ticket, &self.config);
-            drop(state);
-            if let Some(w) = waker {
-                w.wake();
+        match state.waiters.remove(key) {
+            Some(Left::Promoted { lease }) => Ok(state.grant_of(lease, key.ticket)),
+            Some(Left::Waiting) | None => {
+                state.log(EventStatus::WaitTimeout);
+                Err(state.retry_after(self.config.max_active))
             }
         }
     }
 
-    /// A lease was dropped: its work has really ended.
-    pub(super) fn release(&self, ticket: u64) {
+    /// A queued ticket's future was dropped: leave the queue, or give back a lease that a
+    /// promotion handed over in the meantime.
+    pub(super) fn cancel(&self, key: WaiterKey) {
         let mut state = self.lock();
-        let waker = state.release(ticket, &self.config);
+        match state.waiters.remove(key) {
+            Some(Left::Waiting) => state.log(EventStatus::WaitCancelled),
+            Some(Left::Promoted { lease }) => {
+                let lease = LeaseKey {
+                    slot: lease,
+                    ticket: key.ticket,
+                };
+                let waker = state.release(lease, Instant::now(), &self.config);
+                drop(state);
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// A lease was dropped: its work has really ended.
+    pub(super) fn release(&self, key: LeaseKey) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let waker = state.release(key, now, &self.config);
         drop(state);
         // Wake outside the lock: the woken task's first act is to take it.
         if let Some(w) = waker {
@@ -234,51 +256,72 @@ impl GateInner {
     }
 
     /// Marks a live lease as belonging to a client that is gone.
-    pub(super) fn mark_client_gone(&self, ticket: u64) {
-        if let Some(record) = self.lock().leases.get_mut(&ticket) {
+    pub(super) fn mark_client_gone(&self, key: LeaseKey) {
+        // The ticket check matters: the watch may outlive its lease, and the slot may since
+        // hold another request's lease.
+        if let Some(record) = self.lock().leases.get_mut(key.slot)
+            && record.ticket == key.ticket
+        {
             record.client_gone = true;
-        }
-    }
-}
-
-impl LeaseRecord {
-    fn new() -> Self {
-        Self {
-            granted_at: Instant::now(),
-            client_gone: false,
         }
     }
 }
 
 impl GateState {
     fn log(&mut self, status: EventStatus) {
-        let (active, waiting) = (self.active, self.waiters.len());
+        let (active, waiting) = (self.leases.len(), self.waiters.len());
         self.events.push(status, active, waiting);
     }
 
-    fn granted_at(&self, ticket: u64) -> Instant {
-        self.leases
-            .get(&ticket)
-            .map_or_else(Instant::now, |r| r.granted_at)
+    /// Takes a slot for `ticket`'s lease. The caller has checked that one is free.
+    fn grant(&mut self, ticket: u64, now: Instant) -> Grant {
+        let slot = self.leases.insert(LeaseRecord {
+            ticket,
+            granted_at: now,
+            client_gone: false,
+        });
+        Grant {
+            key: LeaseKey { slot, ticket },
+            granted_at: now,
+        }
+    }
+
+    /// The grant a promotion made to `ticket`, in `slot`.
+    fn grant_of(&self, slot: usize, ticket: u64) -> Grant {
+        let record = &self.leases[slot];
+        debug_assert_eq!(record.ticket, ticket);
+        Grant {
+            key: LeaseKey { slot, ticket },
+            granted_at: record.granted_at,
+        }
     }
 
     /// Frees the slot of `ticket` and hands it to the oldest waiter, if any (strict FIFO: a
     /// newcomer can never take it first, because `enter` admits only when nobody waits).
     /// Returns the promoted waiter's waker, to be woken after the lock is dropped.
-    fn release(&mut self, ticket: u64, config: &GateConfig) -> Option<Waker> {
-        let record = self.leases.remove(&ticket)?;
-        let held = record.granted_at.elapsed().as_secs_f64();
+    fn release(&mut self, key: LeaseKey, now: Instant, config: &GateConfig) -> Option<Waker> {
+        let record = self.leases.try_remove(key.slot)?;
+        debug_assert_eq!(
+            record.ticket, key.ticket,
+            "a lease is released exactly once"
+        );
+        let held = now
+            .saturating_duration_since(record.granted_at)
+            .as_secs_f64();
         self.service_ewma = Some(match self.service_ewma {
             None => held,
             Some(avg) => 0.8 * avg + 0.2 * held,
         });
-        self.active -= 1;
         self.log(EventStatus::Released);
-        let (next, waker) = self.waiters.pop_first()?;
-        debug_assert!(self.active < config.max_active);
-        self.active += 1;
-        self.promoted.insert(next);
-        self.leases.insert(next, LeaseRecord::new());
+        debug_assert!(self.leases.len() < config.max_active);
+        let leases = &mut self.leases;
+        let (_, waker) = self.waiters.promote_front(|ticket| {
+            leases.insert(LeaseRecord {
+                ticket,
+                granted_at: now,
+                client_gone: false,
+            })
+        })?;
         self.log(EventStatus::Promoted);
         waker
     }

@@ -171,6 +171,24 @@ async fn newcomers_do_not_barge_while_anyone_waits() {
     assert!(matches!(poll_once(&mut b), Poll::Ready(Ok(_))));
 }
 
+/// A client watch that outlives its lease must not mark the next lease that reuses the slot.
+#[tokio::test]
+async fn a_stale_client_watch_does_not_mark_the_next_lease() {
+    let gate = gate(1, 0, 100);
+    let first = gate.acquire().await.unwrap();
+    let watch = first.client_watch();
+    drop(first);
+    let second = gate.acquire().await.unwrap();
+    drop(watch);
+    let s = gate.snapshot();
+    assert_eq!(s.active, 1);
+    assert_eq!(
+        s.client_gone, 0,
+        "the second request's client is still there"
+    );
+    assert_eq!(s.leases[0].ticket, second.ticket());
+}
+
 /// The worker really blocks (on a channel, not a sleep); the task awaiting it is cancelled; the
 /// slot stays held until the worker returns, and is released exactly then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
