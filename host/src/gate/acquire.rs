@@ -2,7 +2,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use quanta::Instant;
 
 use tokio::time::Sleep;
 
@@ -38,9 +40,10 @@ impl Refusal {
 
 enum Stage {
     /// Not polled yet: nothing is registered with the gate.
-    Start,
+    Start { gate: Arc<GateInner> },
     /// In the queue under this key since `since`, with its deadline timer.
     Queued {
+        gate: Arc<GateInner>,
         key: WaiterKey,
         since: Instant,
         deadline: Pin<Box<Sleep>>,
@@ -52,27 +55,28 @@ enum Stage {
 /// The future returned by [`super::Gate::acquire`]. See its `# Cancel safety`.
 #[must_use = "a lease is only requested when the future is awaited"]
 pub struct Acquire {
-    gate: Arc<GateInner>,
     stage: Stage,
 }
 
 impl Acquire {
     pub(super) fn new(gate: Arc<GateInner>) -> Self {
         Self {
-            gate,
-            stage: Stage::Start,
+            stage: Stage::Start { gate },
         }
     }
 
-    /// Turns a grant into the caller's lease; `since` is when the request joined the queue.
+    /// Turns a grant into the caller's lease (which takes over the gate handle); `since` is when
+    /// the request joined the queue.
     fn lease(&mut self, grant: Grant, since: Instant) -> Lease {
-        self.stage = Stage::Done;
-        Lease::new(
-            Arc::clone(&self.gate),
-            grant.key,
-            grant.granted_at.saturating_duration_since(since),
-            grant.granted_at,
-        )
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Start { gate } | Stage::Queued { gate, .. } => Lease::new(
+                gate,
+                grant.key,
+                grant.granted_at.saturating_duration_since(since),
+                grant.granted_at,
+            ),
+            Stage::Done => unreachable!("a grant comes only to a live acquisition"),
+        }
     }
 }
 
@@ -83,10 +87,10 @@ impl Future for Acquire {
         let this = self.get_mut();
         loop {
             match &mut this.stage {
-                Stage::Start => {
+                Stage::Start { gate } => {
                     // The one clock read of an admission: it stamps the lease's start.
                     let now = Instant::now();
-                    match this.gate.enter(cx.waker(), now) {
+                    match gate.enter(cx.waker(), now) {
                         Entry::Admitted(grant) => {
                             return Poll::Ready(Ok(this.lease(grant, now)));
                         }
@@ -97,8 +101,9 @@ impl Future for Acquire {
                         Entry::Queued(key) => {
                             // An active timer, not a lazy check: it wakes this task at the
                             // deadline even if no release ever happens.
-                            let deadline = tokio::time::sleep(this.gate.config.wait_deadline);
+                            let deadline = tokio::time::sleep(gate.config.wait_deadline);
                             this.stage = Stage::Queued {
+                                gate: Arc::clone(gate),
                                 key,
                                 since: now,
                                 deadline: Box::pin(deadline),
@@ -107,18 +112,19 @@ impl Future for Acquire {
                     }
                 }
                 Stage::Queued {
+                    gate,
                     key,
                     since,
                     deadline,
                 } => {
                     let (key, since) = (*key, *since);
-                    if let Pickup::Granted(grant) = this.gate.pick_up(key, cx.waker()) {
+                    if let Pickup::Granted(grant) = gate.pick_up(key, cx.waker()) {
                         return Poll::Ready(Ok(this.lease(grant, since)));
                     }
                     if deadline.as_mut().poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    return Poll::Ready(match this.gate.expire(key) {
+                    return Poll::Ready(match gate.expire(key) {
                         Ok(grant) => Ok(this.lease(grant, since)),
                         Err(retry_after) => {
                             this.stage = Stage::Done;
@@ -137,8 +143,8 @@ impl Drop for Acquire {
         // Undo a half-finished acquisition: this is what makes `acquire` cancel-safe. A queued
         // ticket leaves the queue; if a promotion handed it a lease before we took the lock, that
         // lease is released here (and the next waiter promoted), so no capacity leaks.
-        if let Stage::Queued { key, .. } = self.stage {
-            self.gate.cancel(key);
+        if let Stage::Queued { gate, key, .. } = &self.stage {
+            gate.cancel(*key);
         }
     }
 }

@@ -1,5 +1,7 @@
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use quanta::Instant;
 
 use super::state::{GateInner, LeaseKey};
 
