@@ -182,3 +182,104 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
         .is_ok()
     );
 }
+
+/// Polls the child's `/state` until `done` holds (the reload runs on the server's own time).
+async fn state_when(
+    client: &reqwest::Client,
+    server: &turnstile::drive::ServerChild,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let state: Value = client
+            .get(server.url("/state"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if done(&state) {
+            return state;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reached: {state:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The operator's other way to swap: replace the configured file and send SIGHUP. A good file is
+/// swapped in; a bad one is refused and the current generation keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("plugin.wasm");
+    std::fs::copy(components::RETRIEVAL, &plugin).unwrap();
+    let args: Vec<String> = vec![
+        "--plugin".into(),
+        plugin.display().to_string(),
+        "--cache-dir".into(),
+        support::cache_dir().display().to_string(),
+    ];
+    let server = tokio::task::spawn_blocking(move || {
+        turnstile::drive::ServerChild::start(
+            "reload",
+            std::path::Path::new(env!("CARGO_BIN_EXE_turnstile")),
+            &args,
+            std::time::Duration::from_secs(120),
+        )
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(server.ready());
+    let client = reqwest::Client::new();
+    let first = state_when(&client, &server, |_| true).await;
+    assert_eq!(first["plugin"]["generation"], 1);
+    assert_eq!(first["plugin"]["sha256"], sha256_of(components::RETRIEVAL));
+
+    // Replace the file as an operator would (write aside, rename over), then hang up.
+    let aside = dir.path().join("plugin.wasm.new");
+    std::fs::copy(components::DELAY, &aside).unwrap();
+    std::fs::rename(&aside, &plugin).unwrap();
+    server.hang_up().unwrap();
+    let second = state_when(&client, &server, |s| s["plugin"]["generation"] == 2).await;
+    assert_eq!(second["plugin"]["sha256"], sha256_of(components::DELAY));
+    let answer: Value = client
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "json dumps"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["plugin"]["generation"], 2, "{answer}");
+
+    // A broken file: refused, logged, and generation 2 keeps serving.
+    std::fs::write(&plugin, b"\0asm but not really").unwrap();
+    server.hang_up().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !server.logged("reload refused") {
+        assert!(std::time::Instant::now() < deadline, "no refusal logged");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let after = state_when(&client, &server, |_| true).await;
+    assert_eq!(after["plugin"]["generation"], 2);
+    let status = client
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "json dumps"}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+
+    let report =
+        tokio::task::spawn_blocking(move || server.stop(std::time::Duration::from_secs(30)))
+            .await
+            .unwrap();
+    assert_eq!(report.shutdown_exit_status, Some(0), "{}", report.stderr);
+}

@@ -105,8 +105,14 @@ impl ServerChild {
         Ok(server)
     }
 
-    fn logged(&self, needle: &str) -> bool {
+    /// Whether its log (stderr) so far contains `needle`.
+    pub fn logged(&self, needle: &str) -> bool {
         self.stderr.lock().is_ok_and(|t| t.contains(needle))
+    }
+
+    /// Sends SIGHUP: the operator's "reload the configured plugin".
+    pub fn hang_up(&self) -> nix::Result<()> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGHUP)
     }
 
     /// Whether it logged readiness.

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+pub use child::ServerChild;
 pub use report::{CaseResult, ChildReport, DriveReport};
 
 /// Flags of `turnstile drive`.
