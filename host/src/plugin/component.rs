@@ -260,4 +260,40 @@ mod tests {
         }
         dir.close().unwrap();
     }
+
+    /// A pooled slot is reused call after call (one slot here), with its dirtied pages reset in
+    /// place where the kernel allows: each call must still start from the component's own
+    /// memory image, never a previous call's data.
+    #[test]
+    fn a_reused_pool_slot_starts_from_a_fresh_memory_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = CorpusBytes {
+            name: "t".into(),
+            jsonl: br#"{"id":"a","kind":"module","title":"a","text":"a"}"#.to_vec(),
+        };
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
+        let pool = CorpusPool::new(&index, 1).unwrap();
+        let runtime = PluginRuntime::new(RuntimeOptions {
+            memory_limit: 64 << 20,
+            max_instances: 1,
+            cache_dir: None,
+            pooling: true,
+        })
+        .unwrap();
+        if runtime.allocator() != crate::plugin::Allocator::Pooling {
+            eprintln!("pooling allocator unavailable here: this checks on-demand instances only");
+        }
+        let source = PluginSource::File(crate::components::HOSTILE.into());
+        let config = PluginConfig::from([("attempt".to_owned(), "remember".to_owned())]);
+        let plugin = Plugin::load_inner(&runtime, &source, config, pool, false).unwrap();
+        for call in 1..=5 {
+            match plugin.retrieve("x", 1, call) {
+                Err(PluginError::Guest(super::super::RetrieveError::Internal(m))) => {
+                    assert_eq!(m, "remember refused: memory started fresh", "call {call}");
+                }
+                other => panic!("call {call}: expected fresh memory, got {other:?}"),
+            }
+        }
+        dir.close().unwrap();
+    }
 }
