@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark (none of them runs in CI): criterion micro-benchmarks, the FTS5 ceiling,
-# waiter memory, server memory with 10,000 waiting requests, the side-by-side comparison with the
+# waiter memory, server memory with 10,000 waiting requests, hot-swap latency, the side-by-side comparison with the
 # Python reference service, and the 20-slot / 2 s / 60-user load demonstration.
 # Everything stays on 127.0.0.1. Results: see docs/BENCHMARKS.md for where each lands.
 set -euo pipefail
@@ -12,6 +12,7 @@ for bench in gate plugin waiter_memory fts5_ceiling; do
 done
 
 python3 bench/waiting-memory.py --binary target/release/turnstile --waiters 10000
+bench/swap-latency.sh
 
 cp target/release/turnstile /tmp/turnstile-bench-bin
 bench/peer-compare.sh

@@ -250,15 +250,8 @@ fn check_contract(
 fn describe(result: &Result<Vec<Source>, PluginError>) -> String {
     match result {
         Ok(s) => format!("{} sources", s.len()),
-        // A trap's message is a backtrace; its last line says what trapped.
-        Err(PluginError::Trap(m)) => format!(
-            "trapped: {}",
-            m.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .trim()
-        ),
+        // A trap's message says what trapped on its first line; a backtrace follows.
+        Err(PluginError::Trap(m)) => format!("trapped: {}", m.lines().next().unwrap_or("").trim()),
         Err(e) => {
             let mut text = e.to_string();
             text.truncate(200);

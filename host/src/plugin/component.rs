@@ -169,7 +169,12 @@ impl Plugin {
         let result = match outcome {
             Ok(Ok(sources)) => check_sources(&sources, limit).map(|()| sources),
             Ok(Err(guest)) => Err(PluginError::Guest(guest)),
-            Err(trap) => Err(PluginError::Trap(format!("{trap:#}"))),
+            // What trapped first (e.g. "wasm `unreachable` instruction executed"), then the
+            // guest backtrace for the log.
+            Err(trap) => Err(PluginError::Trap(format!(
+                "{}\n{trap:#}",
+                trap.root_cause()
+            ))),
         };
         (result, stats)
     }
