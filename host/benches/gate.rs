@@ -8,7 +8,8 @@
 //!   are already queued (the cost should not depend on N);
 //! - `cancel_oldest_enqueue/gate/N`: the same queue length, but the waiter cancelled is the oldest
 //!   (the other end of the queue) and a new one joins at the back;
-//! - `ref/*`: the parts a queued gate waiter is made of, to see where its time goes: a clock read,
+//! - `ref/*`: the parts a queued gate waiter is made of, to see where its time goes: a clock read
+//!   (`std::time::Instant` and `quanta`, the gate's clock),
 //!   a boxed tokio `Sleep` registered (first poll) and cancelled (drop) while N others are
 //!   registered, and a `BTreeMap<u64, Option<Waker>>` insert + remove at the back with N entries.
 //!
@@ -192,6 +193,8 @@ fn enqueue_cancel(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
 /// The parts of a queued waiter, measured alone.
 fn parts(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     c.bench_function("ref/instant_now", |b| b.iter(Instant::now));
+    // The clock the gate stamps leases with.
+    c.bench_function("ref/quanta_now", |b| b.iter(quanta::Instant::now));
     let rt = runtime();
     let _context = rt.enter();
     for n in QUEUED {
