@@ -42,14 +42,8 @@ const QUESTIONS: [&str; 10] = [
     "match a regular expression against a string",
 ];
 
-/// The default plugin's stop words (`plugins/retrieval/src/lib.rs`).
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does",
-    "for", "from", "get", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
-    "on", "or", "should", "so", "that", "the", "their", "them", "then", "there", "these", "this",
-    "to", "use", "using", "was", "way", "we", "what", "when", "where", "which", "who", "why",
-    "will", "with", "would", "you", "your",
-];
+// The default plugin's own stop-word list, so the expressions here are exactly the plugin's.
+include!("../../plugins/retrieval/src/stop_words.rs");
 
 /// The expression the default plugin builds: lowercased terms, stop words dropped, deduplicated,
 /// each quoted, joined with ` OR `.

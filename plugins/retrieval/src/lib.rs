@@ -25,14 +25,9 @@ const ID_WEIGHT: f64 = 0.2;
 /// Questions longer than this many terms are cut: a longer OR-expression only adds noise and cost.
 const MAX_TERMS: usize = 32;
 
-/// English function words that carry no retrieval signal in a question.
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does",
-    "for", "from", "get", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
-    "on", "or", "should", "so", "that", "the", "their", "them", "then", "there", "these", "this",
-    "to", "use", "using", "was", "way", "we", "what", "when", "where", "which", "who", "why",
-    "will", "with", "would", "you", "your",
-];
+// English function words that carry no retrieval signal in a question. In a file of its own so
+// that `host/benches/fts5_ceiling.rs` builds exactly the plugin's expressions (`include!`).
+include!("stop_words.rs");
 
 struct Retrieval;
 
