@@ -11,4 +11,4 @@ pub use document::{CorpusBytes, Document, EMBEDDED_CORPUS_NAME, load_documents, 
 pub use error::CorpusError;
 pub use index::{CorpusIndex, IndexOrigin};
 pub use pool::CorpusPool;
-pub use session::{Candidate, CorpusSession, SessionLimits};
+pub use session::{Candidate, CorpusSession, Ranked, SessionLimits};

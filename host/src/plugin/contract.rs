@@ -11,7 +11,7 @@ use super::PluginError;
 /// The contract's WIT package.
 pub const CONTRACT_PACKAGE: &str = "turnstile:retrieval";
 /// Versions of the contract this host serves.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.1.1"];
 
 /// Interfaces (without version) a plugin may import besides the contract's own.
 const ALLOWED_WASI: &[&str] = &[
@@ -105,6 +105,28 @@ mod tests {
             let component = Component::from_file(&engine, path).unwrap();
             check(path, &component, &engine).unwrap();
         }
+    }
+
+    /// The default plugin uses the 0.1.1 additions; the `delay` fixture is built against 0.1.0
+    /// on purpose, and fits the contract all the same (its imports resolve to 0.1.1 by semver).
+    #[test]
+    fn both_supported_contract_versions_are_shipped() {
+        let engine = Engine::default();
+        let corpus_import = |path: &str| {
+            let component = Component::from_file(&engine, path).unwrap();
+            imports(&component, &engine)
+                .into_iter()
+                .find(|i| i.starts_with("turnstile:retrieval/corpus@"))
+                .unwrap()
+        };
+        assert_eq!(
+            corpus_import(crate::components::RETRIEVAL),
+            "turnstile:retrieval/corpus@0.1.1"
+        );
+        assert_eq!(
+            corpus_import(crate::components::DELAY),
+            "turnstile:retrieval/corpus@0.1.0"
+        );
     }
 
     #[test]

@@ -195,6 +195,38 @@ impl corpus::HostSession for HostState {
             .map_err(to_wit))
     }
 
+    fn rank(
+        &mut self,
+        session: Resource<CorpusSession>,
+        expression: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<corpus::Ranked>, corpus::CorpusError>> {
+        let session = self.table.get(&session)?;
+        Ok(session
+            .rank(&expression, limit)
+            .map(|hits| {
+                hits.into_iter()
+                    .map(|r| corpus::Ranked {
+                        id: r.id,
+                        title: r.title,
+                        rank: r.rank,
+                        doc: r.doc,
+                    })
+                    .collect()
+            })
+            .map_err(to_wit))
+    }
+
+    fn snippet(
+        &mut self,
+        session: Resource<CorpusSession>,
+        expression: String,
+        doc: u64,
+    ) -> wasmtime::Result<Result<Option<String>, corpus::CorpusError>> {
+        let session = self.table.get(&session)?;
+        Ok(session.snippet(&expression, doc).map_err(to_wit))
+    }
+
     fn get(
         &mut self,
         session: Resource<CorpusSession>,

@@ -13,7 +13,7 @@ wit_bindgen::generate!({
     path: "../../wit",
 });
 
-use turnstile::retrieval::corpus::{CorpusError, Session};
+use turnstile::retrieval::corpus::{CorpusError, Ranked, Session};
 use turnstile::retrieval::log::{self, Level};
 
 /// Candidates fetched per requested source, for re-ranking (bounded by the host's 50).
@@ -41,21 +41,32 @@ impl Guest for Retrieval {
         let session = Session::open().map_err(corpus_error)?;
         // Take a wider pool than asked for, then re-rank it with what bm25 cannot see: whether
         // the question names the documented object itself.
+        // The pool is ranked without snippets (a snippet costs about as much as ranking hundreds
+        // of matches); only the sources kept get one.
         let pool = (limit.saturating_mul(CANDIDATES_PER_RESULT)).min(MAX_CANDIDATES);
-        let candidates = session.search(&expression, pool).map_err(corpus_error)?;
-        let mut sources: Vec<Source> = candidates
+        let candidates = session.rank(&expression, pool).map_err(corpus_error)?;
+        let mut chosen: Vec<(f64, Ranked)> = candidates
             .into_iter()
             .filter(|c| c.rank.is_finite())
-            .map(|c| Source {
-                score: -c.rank * (1.0 + ID_WEIGHT * id_match(&c.id, &terms)),
-                id: c.id,
-                title: c.title,
-                snippet: c.snippet,
-            })
+            .map(|c| (-c.rank * (1.0 + ID_WEIGHT * id_match(&c.id, &terms)), c))
             .collect();
-        sources.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
-        sources.truncate(limit as usize);
-        Ok(sources)
+        chosen.sort_by(|(a, x), (b, y)| b.total_cmp(a).then_with(|| x.id.cmp(&y.id)));
+        chosen.truncate(limit as usize);
+        chosen
+            .into_iter()
+            .map(|(score, c)| {
+                let snippet = session
+                    .snippet(&expression, c.doc)
+                    .map_err(corpus_error)?
+                    .unwrap_or_default();
+                Ok(Source {
+                    id: c.id,
+                    title: c.title,
+                    snippet,
+                    score,
+                })
+            })
+            .collect()
     }
 }
 
