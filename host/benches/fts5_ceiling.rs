@@ -1,15 +1,19 @@
 //! The raw FTS5 query rate, without HTTP or wasm: the ceiling that end-to-end `/retrieve`
 //! throughput is compared against.
 //!
-//! Two threads, each holding its own `CorpusPool` session, run searches back to back for 10 s.
-//! Two workloads, each with a single-thread run first for reference:
+//! Two threads, each holding its own `CorpusPool` session, run queries back to back for 10 s.
+//! Three workloads, each with a single-thread run first for reference:
 //!
-//! - `request`: exactly the search one end-to-end benchmark request makes — the expression the
-//!   default plugin builds for the benchmark's question ("How do I parse command line
-//!   arguments?") and its candidate pool for `limit` 5 (4 × 5 = 20 rows, with snippets). This is
-//!   the ceiling that end-to-end `/retrieve` throughput is compared against.
-//! - `mix`: cycling over the expressions for ten realistic questions, limit 5 — how the cost
-//!   varies with the question (the number of documents matching is what the query pays for).
+//! - `request`: exactly the corpus work one end-to-end benchmark request makes — for the
+//!   expression the default plugin builds for the benchmark's question ("How do I parse command
+//!   line arguments?"), its candidate pool for `limit` 5 ranked without snippets
+//!   (`session.rank`, 4 × 5 = 20 rows), then a snippet for each of the 5 it keeps. This is the
+//!   ceiling that end-to-end `/retrieve` throughput is compared against.
+//! - `request-0.1.0`: what the plugin did on contract 0.1.0 — `search` for 20 rows, every one
+//!   with a snippet.
+//! - `mix`: cycling over the expressions for ten realistic questions, `search` with limit 5 —
+//!   how the cost varies with the question (the number of documents matching is what ranking
+//!   pays for).
 //!
 //! The expression is built as the plugin does: every non-stop-word term quoted, joined with
 //! ` OR `.
@@ -18,7 +22,7 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use turnstile::corpus::{CorpusIndex, CorpusPool, read_corpus};
+use turnstile::corpus::{CorpusIndex, CorpusPool, CorpusSession, read_corpus};
 
 const THREADS: usize = 2;
 const RUN: Duration = Duration::from_secs(10);
@@ -28,6 +32,33 @@ const LIMIT: u32 = 5;
 const REQUEST_QUESTION: &str = "How do I parse command line arguments?";
 /// The default plugin's candidate pool for `limit` 5 (`CANDIDATES_PER_RESULT` × 5).
 const REQUEST_POOL: u32 = 20;
+
+/// What one query of a workload does.
+#[derive(Clone, Copy)]
+enum Work {
+    /// `search(expression, limit)`: ranked rows, each with a snippet.
+    Search { limit: u32 },
+    /// `rank(expression, pool)`, then `snippet` for the first `keep` rows.
+    RankThenSnippets { pool: u32, keep: usize },
+}
+
+impl Work {
+    /// Runs once; returns the rows it produced.
+    fn run(self, session: &CorpusSession, expression: &str) -> usize {
+        match self {
+            Work::Search { limit } => {
+                black_box(session.search(expression, limit).expect("search")).len()
+            }
+            Work::RankThenSnippets { pool, keep } => {
+                let ranked = session.rank(expression, pool).expect("rank");
+                for r in ranked.iter().take(keep) {
+                    black_box(session.snippet(expression, r.doc).expect("snippet"));
+                }
+                ranked.len()
+            }
+        }
+    }
+}
 
 const QUESTIONS: [&str; 10] = [
     "How do I parse command line arguments?",
@@ -69,7 +100,7 @@ fn expression(question: &str) -> String {
 fn measure(
     pool: &CorpusPool,
     expressions: &[String],
-    limit: u32,
+    work: Work,
     threads: usize,
     run: Duration,
 ) -> Vec<u64> {
@@ -86,10 +117,7 @@ fn measure(
                     // Each thread starts at a different question.
                     let mut i = t;
                     while start.elapsed() < run {
-                        let hits = session
-                            .search(&expressions[i % expressions.len()], limit)
-                            .expect("search");
-                        black_box(hits);
+                        work.run(&session, &expressions[i % expressions.len()]);
                         done += 1;
                         i += 1;
                     }
@@ -112,17 +140,34 @@ fn main() {
     let mix: Vec<String> = QUESTIONS.iter().map(|q| expression(q)).collect();
     let request = vec![expression(REQUEST_QUESTION)];
     println!("FTS5 ceiling over {} documents", index.documents);
-    for (name, expressions, limit) in [("request", &request, REQUEST_POOL), ("mix", &mix, LIMIT)] {
-        println!("\n{name}: limit {limit}");
+    let workloads = [
+        (
+            "request",
+            &request,
+            Work::RankThenSnippets {
+                pool: REQUEST_POOL,
+                keep: LIMIT as usize,
+            },
+        ),
+        (
+            "request-0.1.0",
+            &request,
+            Work::Search {
+                limit: REQUEST_POOL,
+            },
+        ),
+        ("mix", &mix, Work::Search { limit: LIMIT }),
+    ];
+    for (name, expressions, work) in workloads {
+        println!("\n{name}:");
         for e in expressions {
             let session = pool.session().expect("corpus session");
-            let hits = session.search(e, limit).expect("search");
-            println!("  {e}  ({} hits)", hits.len());
+            println!("  {e}  ({} rows)", work.run(&session, e));
         }
         // Warm the page cache and the prepared statements.
-        measure(&pool, expressions, limit, THREADS, Duration::from_secs(1));
+        measure(&pool, expressions, work, THREADS, Duration::from_secs(1));
         for (threads, run) in [(1, SINGLE_THREAD_RUN), (THREADS, RUN)] {
-            let counts = measure(&pool, expressions, limit, threads, run);
+            let counts = measure(&pool, expressions, work, threads, run);
             let total: u64 = counts.iter().sum();
             let per_thread: Vec<String> = counts
                 .iter()
