@@ -210,6 +210,20 @@ async fn state_when(
     }
 }
 
+/// One `/retrieve` to the child: its status and body.
+async fn retrieve_from(
+    client: &reqwest::Client,
+    server: &turnstile::drive::ServerChild,
+) -> (u16, Value) {
+    let response = client
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "json dumps"}))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
 /// The operator's other way to swap: replace the configured file and send SIGHUP. A good file is
 /// swapped in; a bad one is refused and the current generation keeps serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,15 +261,7 @@ async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     server.hang_up().unwrap();
     let second = state_when(&client, &server, |s| s["plugin"]["generation"] == 2).await;
     assert_eq!(second["plugin"]["sha256"], sha256_of(components::DELAY));
-    let answer: Value = client
-        .post(server.url("/retrieve"))
-        .json(&json!({"question": "json dumps"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, answer) = retrieve_from(&client, &server).await;
     assert_eq!(answer["plugin"]["generation"], 2, "{answer}");
 
     // A broken file: refused, logged, and generation 2 keeps serving.
@@ -268,13 +274,7 @@ async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     }
     let after = state_when(&client, &server, |_| true).await;
     assert_eq!(after["plugin"]["generation"], 2);
-    let status = client
-        .post(server.url("/retrieve"))
-        .json(&json!({"question": "json dumps"}))
-        .send()
-        .await
-        .unwrap()
-        .status();
+    let (status, _) = retrieve_from(&client, &server).await;
     assert_eq!(status, 200);
 
     let report =

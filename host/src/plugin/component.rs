@@ -232,24 +232,34 @@ mod tests {
     use crate::corpus::{CorpusBytes, CorpusIndex};
     use crate::plugin::RuntimeOptions;
 
-    /// The second wall: even a component linked past the contract check (which refuses its
-    /// filesystem and socket imports) gets errors, never data, because WASI grants nothing.
-    #[test]
-    fn wasi_grants_no_files_and_no_sockets() {
+    /// A pool over a one-document corpus in its own temporary directory.
+    fn one_document_pool() -> (CorpusPool, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let corpus = CorpusBytes {
             name: "t".into(),
             jsonl: br#"{"id":"a","kind":"module","title":"a","text":"a"}"#.to_vec(),
         };
         let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
-        let pool = CorpusPool::new(&index, 1).unwrap();
-        let runtime = PluginRuntime::new(RuntimeOptions {
+        (CorpusPool::new(&index, 1).unwrap(), dir)
+    }
+
+    /// A runtime with the default 64 MiB memory cap and no precompiled cache.
+    fn runtime(max_instances: u32, pooling: bool) -> PluginRuntime {
+        PluginRuntime::new(RuntimeOptions {
             memory_limit: 64 << 20,
-            max_instances: 4,
+            max_instances,
             cache_dir: None,
-            pooling: false,
+            pooling,
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    /// The second wall: even a component linked past the contract check (which refuses its
+    /// filesystem and socket imports) gets errors, never data, because WASI grants nothing.
+    #[test]
+    fn wasi_grants_no_files_and_no_sockets() {
+        let (pool, dir) = one_document_pool();
+        let runtime = runtime(4, false);
         let source = PluginSource::File(crate::components::ESCAPE.into());
         assert!(Plugin::load(&runtime, &source, PluginConfig::new(), pool.clone()).is_err());
         for attempt in ["read-file", "list-dir", "socket"] {
@@ -271,20 +281,8 @@ mod tests {
     /// memory image, never a previous call's data.
     #[test]
     fn a_reused_pool_slot_starts_from_a_fresh_memory_image() {
-        let dir = tempfile::tempdir().unwrap();
-        let corpus = CorpusBytes {
-            name: "t".into(),
-            jsonl: br#"{"id":"a","kind":"module","title":"a","text":"a"}"#.to_vec(),
-        };
-        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
-        let pool = CorpusPool::new(&index, 1).unwrap();
-        let runtime = PluginRuntime::new(RuntimeOptions {
-            memory_limit: 64 << 20,
-            max_instances: 1,
-            cache_dir: None,
-            pooling: true,
-        })
-        .unwrap();
+        let (pool, dir) = one_document_pool();
+        let runtime = runtime(1, true);
         if runtime.allocator() != crate::plugin::Allocator::Pooling {
             eprintln!("pooling allocator unavailable here: this checks on-demand instances only");
         }
