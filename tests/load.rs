@@ -128,75 +128,78 @@ fn invalid_flags_are_refused_with_flag_value_and_range() {
         v.extend_from_slice(extra);
         v
     };
-    let e = parse_error(&with(&["--users", "0", "--duration", "1"]));
-    assert!(
-        e.contains("--users") && e.contains("'0'") && e.contains("1..=10000"),
-        "{e}"
-    );
-    let e = parse_error(&with(&["--users", "10001", "--duration", "1"]));
-    assert!(e.contains("--users") && e.contains("1..=10000"), "{e}");
-    let e = parse_error(&with(&[
-        "--users",
-        "2",
-        "--duration",
-        "1",
-        "--spawn-rate",
-        "0",
-    ]));
-    assert!(
-        e.contains("--spawn-rate") && e.contains("more than 0"),
-        "{e}"
-    );
-    let e = parse_error(&with(&["--users", "2", "--duration", "-3"]));
-    assert!(e.contains("--duration") && e.contains("86400"), "{e}");
-    let e = parse_error(&with(&["--users", "2", "--duration", "soon"]));
-    assert!(
-        e.contains("--duration") && e.contains("not a number"),
-        "{e}"
-    );
-    let e = parse_error(&with(&[
-        "--users",
-        "2",
-        "--duration",
-        "1",
-        "--timeout-s",
-        "0",
-    ]));
-    assert!(e.contains("--timeout-s") && e.contains("3600"), "{e}");
-    let e = parse_error(&with(&[
-        "--users",
-        "2",
-        "--duration",
-        "1",
-        "--body",
-        "{oops",
-    ]));
-    assert!(e.contains("--body") && e.contains("not valid JSON"), "{e}");
-    let e = parse_error(&[
-        "--url",
-        "https://example.com/",
-        "--output",
-        "/tmp/x",
-        "--users",
-        "1",
-        "--duration",
-        "1",
-    ]);
-    assert!(
-        e.contains("--url") && e.contains("https is not supported"),
-        "{e}"
-    );
-    let e = parse_error(&[
-        "--url",
-        "not a url",
-        "--output",
-        "/tmp/x",
-        "--users",
-        "1",
-        "--duration",
-        "1",
-    ]);
-    assert!(e.contains("--url") && e.contains("absolute URL"), "{e}");
+    // Each refusal: the flags after `--url … --output …` (or the whole line when the URL itself
+    // is the bad value), and what the message must name.
+    let with_base: &[(&[&str], &[&str])] = &[
+        (
+            &["--users", "0", "--duration", "1"],
+            &["--users", "'0'", "1..=10000"],
+        ),
+        (
+            &["--users", "10001", "--duration", "1"],
+            &["--users", "1..=10000"],
+        ),
+        (
+            &["--users", "2", "--duration", "1", "--spawn-rate", "0"],
+            &["--spawn-rate", "more than 0"],
+        ),
+        (
+            &["--users", "2", "--duration", "-3"],
+            &["--duration", "86400"],
+        ),
+        (
+            &["--users", "2", "--duration", "soon"],
+            &["--duration", "not a number"],
+        ),
+        (
+            &["--users", "2", "--duration", "1", "--timeout-s", "0"],
+            &["--timeout-s", "3600"],
+        ),
+        (
+            &["--users", "2", "--duration", "1", "--body", "{oops"],
+            &["--body", "not valid JSON"],
+        ),
+    ];
+    let whole: &[(&[&str], &[&str])] = &[
+        (
+            &[
+                "--url",
+                "https://example.com/",
+                "--output",
+                "/tmp/x",
+                "--users",
+                "1",
+                "--duration",
+                "1",
+            ],
+            &["--url", "https is not supported"],
+        ),
+        (
+            &[
+                "--url",
+                "not a url",
+                "--output",
+                "/tmp/x",
+                "--users",
+                "1",
+                "--duration",
+                "1",
+            ],
+            &["--url", "absolute URL"],
+        ),
+    ];
+    let cases = with_base
+        .iter()
+        .map(|(extra, needles)| (with(extra), *needles))
+        .chain(
+            whole
+                .iter()
+                .map(|(argv, needles)| (argv.to_vec(), *needles)),
+        );
+    for (argv, needles) in cases {
+        let e = parse_error(&argv);
+        assert!(needles.iter().all(|n| e.contains(n)), "{argv:?}: {e}");
+    }
 
     // Accepted: the defaults fill in body, spawn rate and timeout.
     let mut argv = vec!["load"];
