@@ -1,6 +1,5 @@
 //! `turnstile drive` as a user runs it: real child servers, real HTTP; its JSON checked case by
 //! case, independently of the driver's own verdict.
-#![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
 
@@ -14,10 +13,14 @@ fn statuses(v: &Value) -> Vec<&str> {
 
 #[test]
 fn drive_reproduces_the_reference_lab() {
-    let output = std::env::temp_dir().join(format!("turnstile-drive-{}.json", std::process::id()));
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("drive.json");
+    let run = std::process::Command::new(crate::support::binary())
         .args(["drive", "--output"])
         .arg(&output)
+        .args(["--delay-plugin", turnstile_fixtures::DELAY])
+        .args(["--fault-plugin", turnstile_fixtures::FAULT])
+        .env("TURNSTILE_CACHE_DIR", crate::support::cache_dir())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
@@ -94,5 +97,4 @@ fn drive_reproduces_the_reference_lab() {
         );
     }
     assert_eq!(report["passed"], true);
-    std::fs::remove_file(output).unwrap();
 }

@@ -1,11 +1,8 @@
 //! Each trusted fixture behaves as documented, chosen only by the operator.
-#![allow(clippy::unwrap_used)]
 
-mod support;
-
+use crate::support::{TestServer, ids};
 use serde_json::json;
-use support::{TestServer, ids};
-use turnstile::components;
+use turnstile_fixtures as components;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_holds_the_worker_for_delay_ms_then_really_retrieves() {

@@ -1,11 +1,8 @@
 //! End-to-end tests of `/retrieve` over real HTTP with real wasm components.
-#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns fail loudly on purpose
 
-mod support;
-
+use crate::support::{TestServer, ids, retrieval_plugin};
 use serde_json::json;
-use support::{TestServer, ids};
-use turnstile::components;
+use turnstile_fixtures as components;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_with_relevant_sources() {
@@ -230,6 +227,8 @@ async fn guest_errors_and_contract_violations_are_500() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let retrieval = retrieval_plugin(dir.path());
     for attempt in [
         "env",
         "args",
@@ -253,7 +252,7 @@ async fn the_sandbox_holds() {
         let swapped = server
             .client
             .post(server.url("/admin/plugin"))
-            .json(&json!({"path": components::RETRIEVAL}))
+            .json(&json!({"path": retrieval}))
             .send()
             .await
             .unwrap();
@@ -293,8 +292,8 @@ async fn server_default_sha() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_asking_for_files_or_sockets_is_refused_at_startup() {
-    let args = support::args(&["--plugin", components::ESCAPE]);
-    let Err(error) = turnstile::server::load(&args) else {
+    let args = crate::support::args(&["--plugin", components::ESCAPE]);
+    let Err(error) = turnstile::serve::load(&args) else {
         panic!("the escape component was loaded");
     };
     let message = format!("{error:#}");

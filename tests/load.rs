@@ -1,24 +1,17 @@
 //! `turnstile load` against a real in-process server: a smoke-sized closed-loop run, flag
 //! validation, and the Locust profile that mirrors it.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::PathBuf;
 
+use crate::support::TestServer;
 use clap::Parser;
 use serde_json::Value;
-use support::TestServer;
-use turnstile::load::{DEFAULT_BODY, LoadArgs, SUMMARY_FILE, SVG_FILE, run_load};
+use turnstile_tools::load::{DEFAULT_BODY, LoadArgs, SUMMARY_FILE, SVG_FILE, run_load};
 
 #[derive(Parser)]
 struct Wrapper {
     #[command(flatten)]
     load: LoadArgs,
-}
-
-fn output_dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("turnstile-load-{name}-{}", std::process::id()))
 }
 
 fn args(url: String, output: PathBuf) -> LoadArgs {
@@ -38,15 +31,15 @@ fn args(url: String, output: PathBuf) -> LoadArgs {
 async fn smoke_run_against_the_delay_plugin() {
     let server = TestServer::start(&[
         "--plugin",
-        turnstile::components::DELAY,
+        turnstile_fixtures::DELAY,
         "--plugin-config",
         "delay_ms=50",
         "--max-active",
         "2",
     ])
     .await;
-    let output = output_dir("smoke");
-    let _ = std::fs::remove_dir_all(&output);
+    let tmp = tempfile::tempdir().unwrap();
+    let output = tmp.path().to_owned();
     let summary = run_load(&args(server.url("/retrieve"), output.join("nested")))
         .await
         .unwrap();
@@ -105,10 +98,9 @@ async fn smoke_run_against_the_delay_plugin() {
         "{json:#}"
     );
 
-    let table = turnstile::load::table(&summary);
+    let table = turnstile_tools::load::table(&summary);
     assert!(table.contains("requests/s plateau"), "{table}");
     assert!(table.contains("status 200"), "{table}");
-    let _ = std::fs::remove_dir_all(&output);
 }
 
 fn parse_error(flags: &[&str]) -> String {
@@ -212,7 +204,8 @@ fn invalid_flags_are_refused_with_flag_value_and_range() {
 
 #[tokio::test]
 async fn invalid_args_built_in_code_are_refused_before_any_request() {
-    let output = output_dir("invalid");
+    let tmp = tempfile::tempdir().unwrap();
+    let output = tmp.path().join("invalid");
     let mut bad = args("http://127.0.0.1:1/retrieve".into(), output.clone());
     bad.users = 0;
     let e = run_load(&bad).await.unwrap_err().to_string();
@@ -229,7 +222,7 @@ async fn invalid_args_built_in_code_are_refused_before_any_request() {
     assert!(e.contains("--spawn-rate"), "{e}");
 
     // An --output that is a file.
-    let file = output_dir("file");
+    let file = tmp.path().join("file");
     std::fs::write(&file, b"x").unwrap();
     let e = run_load(&args("http://127.0.0.1:1/retrieve".into(), file.clone()))
         .await
@@ -239,7 +232,6 @@ async fn invalid_args_built_in_code_are_refused_before_any_request() {
         e.contains("--output") && e.contains("not a directory"),
         "{e}"
     );
-    let _ = std::fs::remove_file(&file);
     assert!(!output.exists(), "nothing is created for refused flags");
 }
 
@@ -250,7 +242,8 @@ async fn connection_errors_are_counted_by_kind() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let output = output_dir("refused");
+    let tmp = tempfile::tempdir().unwrap();
+    let output = tmp.path().join("refused");
     let mut a = args(format!("http://127.0.0.1:{port}/retrieve"), output.clone());
     a.users = 1;
     a.duration = 0.5;
@@ -263,7 +256,6 @@ async fn connection_errors_are_counted_by_kind() {
         "{:?}",
         summary.statuses
     );
-    let _ = std::fs::remove_dir_all(&output);
 }
 
 #[test]

@@ -1,19 +1,15 @@
 //! Hot swap without restart, integrity pinning and admin access, over real HTTP.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use support::TestServer;
-use turnstile::components;
+use turnstile_fixtures as components;
 
-fn sha256_of(path: &str) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
-}
+use crate::support::{
+    STATE_DEADLINE, TestServer, child_state_when, eventually, retrieval_plugin, serve_child,
+    sha256_of,
+};
 
 async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Value) {
     let mut request = server.client.post(server.url("/admin/plugin")).json(&body);
@@ -27,27 +23,38 @@ async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_under_load_loses_and_fails_no_request() {
     let server = Arc::new(TestServer::start(&["--max-active", "2", "--max-waiting", "64"]).await);
-    let stop = Arc::new(AtomicBool::new(false));
+    // Each client loops until it has itself been served by the new generation; every answer
+    // must be a 200. `served` counts answers, so the swap waits for traffic to be flowing.
+    let served = Arc::new(AtomicUsize::new(0));
     let mut loops = Vec::new();
     for _ in 0..4 {
-        let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
+        let (server, served) = (Arc::clone(&server), Arc::clone(&served));
         loops.push(tokio::spawn(async move {
             let mut seen = Vec::new();
-            while !stop.load(Ordering::SeqCst) {
+            loop {
                 let (status, body) = server.retrieve(json!({"question": "json dumps"})).await;
                 assert_eq!(status, 200, "{body}");
+                served.fetch_add(1, Ordering::SeqCst);
+                let generation = body["plugin"]["generation"].as_u64().unwrap();
                 seen.push((
-                    body["plugin"]["generation"].as_u64().unwrap(),
+                    generation,
                     body["plugin"]["name"].as_str().unwrap().to_owned(),
                 ));
+                if generation == 2 {
+                    return seen;
+                }
             }
-            seen
         }));
     }
-    // Wait until traffic is flowing, then swap in the delay fixture.
-    while server.state.gate.snapshot().events.len() < 20 {
-        tokio::task::yield_now().await;
-    }
+    eventually("20 answers before the swap", || async {
+        let n = served.load(Ordering::SeqCst);
+        if n >= 20 {
+            Ok(())
+        } else {
+            Err(format!("{n} answers"))
+        }
+    })
+    .await;
     let delay_sha = sha256_of(components::DELAY);
     let (status, body) = swap(
         &server,
@@ -60,31 +67,20 @@ async fn a_swap_under_load_loses_and_fails_no_request() {
     assert_eq!(body["generation"], 2);
     assert_eq!(body["previous"]["generation"], 1);
     assert_eq!(body["sha256"], delay_sha);
-    // Let every loop see the new generation, then stop.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while server
-        .state
-        .gate
-        .snapshot()
-        .events
-        .iter()
-        .filter(|e| e.status == turnstile::gate::EventStatus::Released)
-        .count()
-        < 40
-        && std::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    stop.store(true, Ordering::SeqCst);
+    // Every client reaches the new generation (each request admitted after the swap gets it).
     let mut all = Vec::new();
     for l in loops {
-        all.extend(l.await.unwrap());
+        let seen = tokio::time::timeout(STATE_DEADLINE, l)
+            .await
+            .expect("a client never saw generation 2")
+            .unwrap();
+        // Generations only move forward within one client's sequence.
+        assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+        all.extend(seen);
     }
     assert!(all.iter().any(|(g, n)| *g == 1 && n == "retrieval"));
     assert!(all.iter().any(|(g, n)| *g == 2 && n == "delay"));
-    // Generations only move forward within each client's sequence is not guaranteed across
-    // clients, but no response names a generation that did not exist.
+    // No response names a generation that did not exist.
     assert!(all.iter().all(|(g, _)| *g == 1 || *g == 2));
     let state: Value = server.get_json("/state").await;
     assert_eq!(state["plugin"]["generation"], 2);
@@ -158,13 +154,13 @@ async fn admin_endpoints_need_the_token_when_one_is_set() {
 
 #[test]
 fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
-    let args = support::args(&[
+    let args = crate::support::args(&[
         "--plugin",
         components::DELAY,
         "--plugin-sha256",
         &"a".repeat(64),
     ]);
-    let Err(error) = turnstile::server::load(&args) else {
+    let Err(error) = turnstile::serve::load(&args) else {
         panic!("started with a wrong pin");
     };
     assert!(
@@ -173,7 +169,7 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
     );
     let good = sha256_of(components::DELAY);
     assert!(
-        turnstile::server::load(&support::args(&[
+        turnstile::serve::load(&crate::support::args(&[
             "--plugin",
             components::DELAY,
             "--plugin-sha256",
@@ -183,37 +179,10 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
     );
 }
 
-/// Polls the child's `/state` until `done` holds (the reload runs on the server's own time).
-async fn state_when(
-    client: &reqwest::Client,
-    server: &turnstile::drive::ServerChild,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let state: Value = client
-            .get(server.url("/state"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if done(&state) {
-            return state;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never reached: {state:#}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 /// One `/retrieve` to the child: its status and body.
 async fn retrieve_from(
     client: &reqwest::Client,
-    server: &turnstile::drive::ServerChild,
+    server: &turnstile_tools::drive::ServerChild,
 ) -> (u16, Value) {
     let response = client
         .post(server.url("/retrieve"))
@@ -230,36 +199,27 @@ async fn retrieve_from(
 async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     let dir = tempfile::tempdir().unwrap();
     let plugin = dir.path().join("plugin.wasm");
-    std::fs::copy(components::RETRIEVAL, &plugin).unwrap();
-    let args: Vec<String> = vec![
-        "--plugin".into(),
-        plugin.display().to_string(),
-        "--cache-dir".into(),
-        support::cache_dir().display().to_string(),
-    ];
-    let server = tokio::task::spawn_blocking(move || {
-        turnstile::drive::ServerChild::start(
-            "reload",
-            std::path::Path::new(env!("CARGO_BIN_EXE_turnstile")),
-            &args,
-            std::time::Duration::from_secs(120),
-        )
-        .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(server.ready());
+    std::fs::rename(retrieval_plugin(dir.path()), &plugin).unwrap();
+    let retrieval_sha = sha256_of(&plugin);
+    let server = serve_child(
+        "reload",
+        vec!["--plugin".into(), plugin.display().to_string()],
+    )
+    .await;
     let client = reqwest::Client::new();
-    let first = state_when(&client, &server, |_| true).await;
+    let first = child_state_when(&client, &server, "any state", |_| true).await;
     assert_eq!(first["plugin"]["generation"], 1);
-    assert_eq!(first["plugin"]["sha256"], sha256_of(components::RETRIEVAL));
+    assert_eq!(first["plugin"]["sha256"], retrieval_sha);
 
     // Replace the file as an operator would (write aside, rename over), then hang up.
     let aside = dir.path().join("plugin.wasm.new");
     std::fs::copy(components::DELAY, &aside).unwrap();
     std::fs::rename(&aside, &plugin).unwrap();
     server.hang_up().unwrap();
-    let second = state_when(&client, &server, |s| s["plugin"]["generation"] == 2).await;
+    let second = child_state_when(&client, &server, "generation 2", |s| {
+        s["plugin"]["generation"] == 2
+    })
+    .await;
     assert_eq!(second["plugin"]["sha256"], sha256_of(components::DELAY));
     let (_, answer) = retrieve_from(&client, &server).await;
     assert_eq!(answer["plugin"]["generation"], 2, "{answer}");
@@ -267,12 +227,15 @@ async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     // A broken file: refused, logged, and generation 2 keeps serving.
     std::fs::write(&plugin, b"\0asm but not really").unwrap();
     server.hang_up().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !server.logged("reload refused") {
-        assert!(std::time::Instant::now() < deadline, "no refusal logged");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let after = state_when(&client, &server, |_| true).await;
+    eventually("the refusal logged", || async {
+        if server.logged("reload refused") {
+            Ok(())
+        } else {
+            Err("no such line".to_owned())
+        }
+    })
+    .await;
+    let after = child_state_when(&client, &server, "any state", |_| true).await;
     assert_eq!(after["plugin"]["generation"], 2);
     let (status, _) = retrieve_from(&client, &server).await;
     assert_eq!(status, 200);

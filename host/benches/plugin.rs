@@ -99,7 +99,7 @@ fn bench_plugin(c: &mut Criterion) {
     for (label, rt) in [("pooling", &pooling), ("on_demand", &on_demand)] {
         let fault = load(
             rt,
-            fixture(turnstile::components::FAULT),
+            fixture(turnstile_fixtures::FAULT),
             &[("mode", "error")],
             &pool,
         );
@@ -133,13 +133,13 @@ fn bench_plugin(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     let calls_0 = load(
         &pooling,
-        fixture(turnstile::components::HOSTCALLS),
+        fixture(turnstile_fixtures::HOSTCALLS),
         &[("calls", "0")],
         &pool,
     );
     let calls_n = load(
         &pooling,
-        fixture(turnstile::components::HOSTCALLS),
+        fixture(turnstile_fixtures::HOSTCALLS),
         &[("calls", &HOST_CALLS.to_string())],
         &pool,
     );

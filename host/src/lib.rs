@@ -1,33 +1,19 @@
-//! turnstile: an HTTP service that admits RAG retrieval requests through a FIFO gate and answers
-//! them with a WebAssembly component plugin reading a SQLite FTS5 corpus through host functions.
+//! turnstile, the server: an HTTP service that admits RAG retrieval requests through a FIFO gate
+//! and answers them with a WebAssembly component plugin reading a SQLite FTS5 corpus through host
+//! functions.
 //!
-//! Data flows one way: HTTP edge ([`http`]) → worker thread → plugin ([`plugin`]) → corpus
-//! session ([`corpus`]) and back.
+//! Data flows one way: HTTP edge ([`http`]) → gate ([`gate`]) → worker thread → plugin
+//! ([`plugin`]) → corpus session ([`corpus`]) and back. Around that path: [`swap`] replaces the
+//! plugin at run time, [`check`] is the conformance suite a candidate must pass, and [`serve`]
+//! wires everything into a process. The load generator and the driver are clients of this
+//! server and live in their own crate (`turnstile-tools`).
 
+pub mod cache;
 pub mod check;
-pub mod config;
-pub mod corpus;
-pub mod drive;
-pub mod gate;
 pub mod http;
-pub mod load;
 pub mod plugin;
-pub mod server;
+pub mod serve;
 pub mod swap;
 
-/// Paths of the components the build placed in `target/plugins/` (for tests and tools).
-pub mod components {
-    include!(concat!(env!("OUT_DIR"), "/components.rs"));
-}
-
-/// `<pid>-<n>`, unique within this machine for a temporary file name: concurrent writers of the
-/// same cache entry (threads or processes) never clobber each other's half-written files.
-pub(crate) fn unique_suffix() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
+pub use turnstile_corpus as corpus;
+pub use turnstile_gate as gate;

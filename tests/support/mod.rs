@@ -1,14 +1,54 @@
-//! Shared test support: start a real turnstile server (real socket, real wasm, real corpus) in
-//! this process and talk to it over HTTP.
-#![allow(dead_code, clippy::unwrap_used)]
+//! Shared test support: a real turnstile server (real socket, real wasm, real corpus) in this
+//! process, `serve` children of the real binary, the shipped components as files, and waiting on
+//! state with a deadline.
+//!
+//! Files: each test writes only into its own [`tempfile::TempDir`] (removed on drop), except the
+//! corpus index and precompiled-plugin cache, which all tests share under cargo's scratch
+//! directory for integration tests (`CARGO_TARGET_TMPDIR`): a cache, built once and reused.
 
+use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use clap::Parser;
-use turnstile::config::ServeArgs;
+use serde_json::Value;
 use turnstile::http::AppState;
+use turnstile::serve::ServeArgs;
+use turnstile_tools::drive::ServerChild;
+
+/// How long a test waits for a state it expects before it fails.
+pub const STATE_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The shared corpus-index and precompiled-plugin cache.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache")
+}
+
+/// The `turnstile` binary under test.
+pub fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_turnstile"))
+}
+
+/// Polls `probe` until it returns `Some`, failing the test after [`STATE_DEADLINE`] with
+/// `what` and the last thing seen.
+pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + STATE_DEADLINE;
+    loop {
+        match probe().await {
+            Ok(found) => return found,
+            Err(last) => assert!(
+                Instant::now() < deadline,
+                "never reached within {STATE_DEADLINE:?}: {what}; last seen: {last}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
 
 /// A server on a port-0 loopback socket, shut down when dropped.
 pub struct TestServer {
@@ -25,17 +65,7 @@ struct Wrapper {
     serve: ServeArgs,
 }
 
-/// One cache directory for the whole test binary: the corpus index is built once.
-pub fn cache_dir() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("turnstile-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    })
-}
-
-/// `serve` flags as on the command line, with the test cache directory.
+/// `serve` flags as on the command line, with the shared cache directory.
 pub fn args(flags: &[&str]) -> ServeArgs {
     let cache = cache_dir().display().to_string();
     let mut argv = vec!["serve", "--cache-dir", cache.as_str()];
@@ -47,7 +77,7 @@ impl TestServer {
     /// Loads like `turnstile serve FLAGS` and serves on 127.0.0.1:0.
     pub async fn start(flags: &[&str]) -> Self {
         let args = args(flags);
-        let state = tokio::task::spawn_blocking(move || turnstile::server::load(&args))
+        let state = tokio::task::spawn_blocking(move || turnstile::serve::load(&args))
             .await
             .unwrap()
             .unwrap();
@@ -57,8 +87,8 @@ impl TestServer {
         let shutdown = async {
             let _ = stopped.await;
         };
-        let drain = std::time::Duration::from_secs(30);
-        let task = tokio::spawn(turnstile::server::run(
+        let drain = Duration::from_secs(30);
+        let task = tokio::spawn(turnstile::serve::run(
             state.clone(),
             listener,
             shutdown,
@@ -78,13 +108,13 @@ impl TestServer {
     }
 
     /// GET a path and parse its JSON body.
-    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+    pub async fn get_json(&self, path: &str) -> Value {
         let response = self.client.get(self.url(path)).send().await.unwrap();
         response.json().await.unwrap()
     }
 
     /// POST a JSON value to /retrieve; returns status and JSON body.
-    pub async fn retrieve(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
+    pub async fn retrieve(&self, body: Value) -> (u16, Value) {
         let response = self
             .client
             .post(self.url("/retrieve"))
@@ -94,6 +124,19 @@ impl TestServer {
             .unwrap();
         let status = response.status().as_u16();
         (status, response.json().await.unwrap())
+    }
+
+    /// Polls `/state` until `done` holds.
+    pub async fn state_when(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        eventually(what, || async {
+            let state = self.get_json("/state").await;
+            if done(&state) {
+                Ok(state)
+            } else {
+                Err(state.to_string())
+            }
+        })
+        .await
     }
 
     /// Stops accepting, drains, and checks the server exited cleanly.
@@ -115,12 +158,77 @@ impl Drop for TestServer {
     }
 }
 
+/// A `turnstile serve` child of the real binary (killed and reaped if the test fails first).
+pub async fn serve_child(name: &str, flags: Vec<String>) -> ServerChild {
+    let mut args = vec!["--cache-dir".to_owned(), cache_dir().display().to_string()];
+    args.extend(flags);
+    let name = name.to_owned();
+    let child = tokio::task::spawn_blocking(move || {
+        ServerChild::start(&name, binary(), &args, Duration::from_secs(120)).unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        child.ready(),
+        "the serve child never logged that it is ready"
+    );
+    child
+}
+
+/// Polls a child's `/state` until `done` holds.
+pub async fn child_state_when(
+    client: &reqwest::Client,
+    child: &ServerChild,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(what, || async {
+        let state: Value = client
+            .get(child.url("/state"))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        if done(&state) {
+            Ok(state)
+        } else {
+            Err(state.to_string())
+        }
+    })
+    .await
+}
+
+/// The embedded default plugin as a file in `dir`, for tests that need its path.
+pub fn retrieval_plugin(dir: &Path) -> PathBuf {
+    let path = dir.join("retrieval.wasm");
+    std::fs::write(&path, turnstile::plugin::embedded_retrieval()).unwrap();
+    path
+}
+
+/// sha256 (hex) of a file.
+pub fn sha256_of(path: impl AsRef<Path>) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
 /// Ids of the sources in a 200 body.
-pub fn ids(body: &serde_json::Value) -> Vec<String> {
+pub fn ids(body: &Value) -> Vec<String> {
     body["sources"]
         .as_array()
         .unwrap_or_else(|| panic!("no sources in {body}"))
         .iter()
         .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The statuses of a `/state` body's events, in order.
+pub fn statuses(state: &Value) -> Vec<String> {
+    state["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_str().unwrap().to_owned())
         .collect()
 }

@@ -1,6 +1,6 @@
 //! `turnstile check PLUGIN.wasm`: a conformance suite any component can be run against — the
 //! contract (world, imports, version), behaviour on a fixed probe set over the shipped corpus,
-//! and hygiene (sessions closed, memory under the cap).
+//! and hygiene (memory asked for stays under the cap). Every check reported can fail.
 
 mod probes;
 mod suite;
@@ -22,8 +22,13 @@ pub struct CheckArgs {
     pub json: bool,
 
     /// A `KEY=VALUE` setting for the plugin's `config` import (repeatable).
-    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::config::parse_config_entry)]
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::plugin::parse_config_entry)]
     pub plugin_config: Vec<(String, String)>,
+
+    /// Directory for the corpus index (default: `$XDG_CACHE_HOME/turnstile` or
+    /// `~/.cache/turnstile`).
+    #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
 
     /// Per-instance memory cap in MiB.
     #[arg(long = "memory-limit-mib", default_value_t = 64,
@@ -33,11 +38,17 @@ pub struct CheckArgs {
 
 /// Runs the full suite; prints lines or JSON; returns whether every check passed.
 pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
-    let config = args.plugin_config.iter().cloned().collect();
+    let config = crate::plugin::plugin_config(args.plugin_config.iter().cloned())
+        .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
+    let cache_dir = args
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::cache::default_cache_dir);
     let report = run_suite(
         &args.plugin,
         config,
         args.memory_limit_mib as usize * 1024 * 1024,
+        &cache_dir,
         Subset::Full,
     )?;
     if args.json {

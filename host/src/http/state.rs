@@ -3,17 +3,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::corpus::CorpusIndex;
 use crate::gate::Gate;
-use crate::plugin::{Allocator, Plugin, PluginConfig, PluginRuntime, PluginSlot};
+use crate::plugin::{Allocator, Plugin, PluginSlot};
+use crate::swap::HotSwap;
 
 /// What the handlers share.
 #[derive(Clone)]
 pub struct AppState {
     /// The plugin serving `/retrieve`, replaceable at run time.
     pub plugins: Arc<PluginSlot>,
-    /// The engine and linker candidates are compiled with.
-    pub runtime: Arc<PluginRuntime>,
-    /// The operator's `--plugin-config`, given to swapped-in plugins unless the swap names its own.
-    pub plugin_config: Arc<PluginConfig>,
+    /// Replaces the plugin (`/admin/plugin`); installs into `plugins`.
+    pub swap: Arc<HotSwap>,
     /// Who may call `/admin/*` (and `/state` when listening beyond loopback).
     pub admin: Arc<AdminPolicy>,
     /// The corpus index the plugin's sessions read.
@@ -26,20 +25,18 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State over a loaded plugin and its corpus.
+    /// State over a loaded plugin (in `swap`'s slot) and its corpus.
     pub fn new(
-        plugins: PluginSlot,
-        runtime: Arc<PluginRuntime>,
-        plugin_config: PluginConfig,
+        swap: Arc<HotSwap>,
         corpus: Arc<CorpusIndex>,
+        allocator: Allocator,
         gate: Gate,
         admin: AdminPolicy,
     ) -> Self {
         Self {
-            allocator: runtime.allocator(),
-            plugins: Arc::new(plugins),
-            runtime,
-            plugin_config: Arc::new(plugin_config),
+            plugins: Arc::clone(swap.slot()),
+            swap,
+            allocator,
             admin: Arc::new(admin),
             corpus,
             gate,

@@ -6,14 +6,20 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::Store;
 
+use super::PluginConfig;
 use super::bindings::{RetrievalPluginPre, Source};
-use super::host::{HostState, PluginConfig, limiter};
-use super::{PluginError, PluginRuntime};
+use super::host::{HostState, limiter};
+use super::{ContractViolation, Incompatibility, PluginError, PluginRuntime};
 use crate::corpus::CorpusPool;
 
-/// The default retrieval plugin, built from `plugins/retrieval` and embedded in the binary.
-static EMBEDDED_RETRIEVAL: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/plugins/retrieval.wasm"));
+/// The default retrieval plugin, built from `plugins/retrieval` by this crate's build script and
+/// embedded in the binary.
+static EMBEDDED_RETRIEVAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/retrieval.wasm"));
+
+/// The component bytes of the embedded default plugin (what `PluginSource::Embedded` serves).
+pub fn embedded_retrieval() -> &'static [u8] {
+    EMBEDDED_RETRIEVAL
+}
 
 /// Longest title and snippet a plugin may return, in bytes (the contract's bounds).
 const MAX_SOURCE_TITLE: usize = 512;
@@ -24,6 +30,9 @@ const MAX_SOURCE_SNIPPET: usize = 1024;
 pub struct CallStats {
     /// The largest linear memory the call was granted, in bytes.
     pub peak_memory: usize,
+    /// The largest linear memory the call asked for, granted or refused, in bytes: above the
+    /// cap when the plugin tried to grow past it.
+    pub requested_memory: usize,
 }
 
 /// Where a plugin's component comes from.
@@ -94,7 +103,7 @@ impl Plugin {
         }
         let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
             name: name.clone(),
-            reason: format!("{e:#}"),
+            reason: Incompatibility::Link(e),
         };
         let instance_pre = runtime
             .linker
@@ -163,18 +172,14 @@ impl Plugin {
         self.log_output(&store, request_id);
         let stats = CallStats {
             peak_memory: store.data().limits.peak_memory,
+            requested_memory: store.data().limits.requested_memory,
         };
         // A trap poisons the instance; the store (and with it every open session) goes now.
         drop(store);
         let result = match outcome {
             Ok(Ok(sources)) => check_sources(&sources, limit).map(|()| sources),
             Ok(Err(guest)) => Err(PluginError::Guest(guest)),
-            // What trapped first (e.g. "wasm `unreachable` instruction executed"), then the
-            // guest backtrace for the log.
-            Err(trap) => Err(PluginError::Trap(format!(
-                "{}\n{trap:#}",
-                trap.root_cause()
-            ))),
+            Err(trap) => Err(PluginError::Trap(trap)),
         };
         (result, stats)
     }
@@ -203,24 +208,32 @@ impl Plugin {
 
 /// The host checks what the contract promises clients, whatever the plugin did.
 fn check_sources(sources: &[Source], limit: u32) -> Result<(), PluginError> {
+    let violation = |v| Err(PluginError::Contract(v));
     if sources.len() > limit as usize {
-        return Err(PluginError::Contract(format!(
-            "returned {} sources for limit {limit}",
-            sources.len()
-        )));
+        return violation(ContractViolation::TooManySources {
+            returned: sources.len(),
+            limit,
+        });
     }
     for s in sources {
         if !s.score.is_finite() {
-            return Err(PluginError::Contract(format!(
-                "source {:?} has score {}",
-                s.id, s.score
-            )));
+            return violation(ContractViolation::NonFiniteScore {
+                id: s.id.clone(),
+                score: s.score,
+            });
         }
-        if s.title.len() > MAX_SOURCE_TITLE || s.snippet.len() > MAX_SOURCE_SNIPPET {
-            return Err(PluginError::Contract(format!(
-                "source {:?} has a title or snippet over its bound",
-                s.id
-            )));
+        for (field, text, max) in [
+            ("title", &s.title, MAX_SOURCE_TITLE),
+            ("snippet", &s.snippet, MAX_SOURCE_SNIPPET),
+        ] {
+            if text.len() > max {
+                return violation(ContractViolation::FieldTooLong {
+                    id: s.id.clone(),
+                    field,
+                    bytes: text.len(),
+                    max,
+                });
+            }
         }
     }
     Ok(())
@@ -260,7 +273,7 @@ mod tests {
     fn wasi_grants_no_files_and_no_sockets() {
         let (pool, dir) = one_document_pool();
         let runtime = runtime(4, false);
-        let source = PluginSource::File(crate::components::ESCAPE.into());
+        let source = PluginSource::File(turnstile_fixtures::ESCAPE.into());
         assert!(Plugin::load(&runtime, &source, PluginConfig::new(), pool.clone()).is_err());
         for attempt in ["read-file", "list-dir", "socket"] {
             let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);
@@ -286,7 +299,7 @@ mod tests {
         if runtime.allocator() != crate::plugin::Allocator::Pooling {
             eprintln!("pooling allocator unavailable here: this checks on-demand instances only");
         }
-        let source = PluginSource::File(crate::components::HOSTILE.into());
+        let source = PluginSource::File(turnstile_fixtures::HOSTILE.into());
         let config = PluginConfig::from([("attempt".to_owned(), "remember".to_owned())]);
         let plugin = Plugin::load_inner(&runtime, &source, config, pool, false).unwrap();
         for call in 1..=5 {

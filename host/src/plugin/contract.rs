@@ -6,7 +6,7 @@
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::PluginError;
+use super::{Incompatibility, PluginError};
 
 /// The contract's WIT package.
 pub const CONTRACT_PACKAGE: &str = "turnstile:retrieval";
@@ -58,7 +58,7 @@ pub fn exports(component: &Component, engine: &Engine) -> Vec<String> {
 
 /// Refuses imports outside the contract and contract versions this host does not support.
 pub fn check(name: &str, component: &Component, engine: &Engine) -> Result<(), PluginError> {
-    let refuse = |reason: String| PluginError::Incompatible {
+    let refuse = |reason: Incompatibility| PluginError::Incompatible {
         name: name.to_owned(),
         reason,
     };
@@ -66,25 +66,19 @@ pub fn check(name: &str, component: &Component, engine: &Engine) -> Result<(), P
         let (interface, version) = import.split_once('@').unwrap_or((&import, ""));
         if let Some(rest) = interface.strip_prefix(CONTRACT_PACKAGE) {
             if !SUPPORTED_VERSIONS.contains(&version) {
-                return Err(refuse(format!(
-                    "it was built against {CONTRACT_PACKAGE}@{version}; this host supports {}",
-                    SUPPORTED_VERSIONS.join(", ")
-                )));
+                return Err(refuse(Incompatibility::UnsupportedVersion {
+                    version: version.to_owned(),
+                }));
             }
             if !CONTRACT_INTERFACES.contains(&rest.trim_start_matches('/')) {
-                return Err(refuse(format!(
-                    "it imports `{import}`, which the contract does not define"
-                )));
+                return Err(refuse(Incompatibility::UndefinedInterface(import)));
             }
         } else if !ALLOWED_WASI.contains(&interface) {
-            return Err(refuse(format!(
-                "it imports `{import}`, which is outside the plugin contract (plugins get no \
-                 network, filesystem access or other host capabilities)"
-            )));
+            return Err(refuse(Incompatibility::ForbiddenImport(import)));
         }
     }
     if !exports(component, engine).iter().any(|e| e == "retrieve") {
-        return Err(refuse("it does not export `retrieve`".into()));
+        return Err(refuse(Incompatibility::NoRetrieveExport));
     }
     Ok(())
 }
@@ -96,11 +90,13 @@ mod tests {
     #[test]
     fn shipped_components_fit_the_contract() {
         let engine = Engine::default();
+        let embedded = Component::new(&engine, crate::plugin::embedded_retrieval()).unwrap();
+        check("retrieval", &embedded, &engine).unwrap();
         for path in [
-            crate::components::RETRIEVAL,
-            crate::components::DELAY,
-            crate::components::FAULT,
-            crate::components::HOSTILE,
+            turnstile_fixtures::DELAY,
+            turnstile_fixtures::FAULT,
+            turnstile_fixtures::HOSTILE,
+            turnstile_fixtures::HOSTCALLS,
         ] {
             let component = Component::from_file(&engine, path).unwrap();
             check(path, &component, &engine).unwrap();
@@ -112,19 +108,18 @@ mod tests {
     #[test]
     fn both_supported_contract_versions_are_shipped() {
         let engine = Engine::default();
-        let corpus_import = |path: &str| {
-            let component = Component::from_file(&engine, path).unwrap();
+        let corpus_import = |component: Component| {
             imports(&component, &engine)
                 .into_iter()
                 .find(|i| i.starts_with("turnstile:retrieval/corpus@"))
                 .unwrap()
         };
         assert_eq!(
-            corpus_import(crate::components::RETRIEVAL),
+            corpus_import(Component::new(&engine, crate::plugin::embedded_retrieval()).unwrap()),
             "turnstile:retrieval/corpus@0.1.1"
         );
         assert_eq!(
-            corpus_import(crate::components::DELAY),
+            corpus_import(Component::from_file(&engine, turnstile_fixtures::DELAY).unwrap()),
             "turnstile:retrieval/corpus@0.1.0"
         );
     }
@@ -132,7 +127,7 @@ mod tests {
     #[test]
     fn filesystem_and_socket_imports_are_refused_by_name() {
         let engine = Engine::default();
-        let component = Component::from_file(&engine, crate::components::ESCAPE).unwrap();
+        let component = Component::from_file(&engine, turnstile_fixtures::ESCAPE).unwrap();
         let error = check("escape", &component, &engine)
             .unwrap_err()
             .to_string();

@@ -1,3 +1,5 @@
+use super::contract::{CONTRACT_PACKAGE, SUPPORTED_VERSIONS};
+
 /// What can go wrong loading or calling a plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -14,19 +16,95 @@ pub enum PluginError {
     Incompatible {
         /// The plugin's name.
         name: String,
-        /// What did not fit, as wasmtime explains it.
-        reason: String,
+        /// What did not fit.
+        reason: Incompatibility,
     },
-    /// Setting up the engine failed.
-    #[error("wasm engine: {0}")]
-    Engine(String),
+    /// Setting up the engine or linker failed.
+    #[error("wasm engine: {0:#}")]
+    Engine(wasmtime::Error),
     /// The plugin trapped (including running out of its memory cap) or could not be instantiated.
-    #[error("plugin trapped: {0}")]
-    Trap(String),
+    #[error("plugin trapped: {}\n{:#}", .0.root_cause(), .0)]
+    Trap(wasmtime::Error),
     /// The plugin returned its own error.
     #[error("plugin returned an error: {0:?}")]
     Guest(super::RetrieveError),
     /// The plugin returned something that breaks the contract (e.g. a non-finite score).
     #[error("plugin broke the contract: {0}")]
-    Contract(String),
+    Contract(ContractViolation),
+}
+
+impl PluginError {
+    /// For a trap, what trapped first (e.g. "wasm `unreachable` instruction executed"), without
+    /// the guest backtrace.
+    pub fn trap_cause(&self) -> Option<String> {
+        match self {
+            Self::Trap(error) => Some(error.root_cause().to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Why a component cannot serve as a plugin.
+#[derive(Debug, thiserror::Error)]
+pub enum Incompatibility {
+    /// Not a valid component for this engine (wasmtime's explanation).
+    #[error("{0:#}")]
+    Compile(wasmtime::Error),
+    /// Its imports or exports do not link against the `retrieval-plugin` world.
+    #[error("{0:#}")]
+    Link(wasmtime::Error),
+    /// A precompiled artifact of it could not be loaded.
+    #[error("its precompiled artifact did not load: {0:#}")]
+    Artifact(wasmtime::Error),
+    /// Built against a contract version this host does not serve.
+    #[error("it was built against {CONTRACT_PACKAGE}@{version}; this host supports {}", SUPPORTED_VERSIONS.join(", "))]
+    UnsupportedVersion {
+        /// The version it imports.
+        version: String,
+    },
+    /// Imports an interface of the contract's package that the contract does not define.
+    #[error("it imports `{0}`, which the contract does not define")]
+    UndefinedInterface(String),
+    /// Imports something outside the contract (files, sockets, …).
+    #[error(
+        "it imports `{0}`, which is outside the plugin contract (plugins get no network, \
+         filesystem access or other host capabilities)"
+    )]
+    ForbiddenImport(String),
+    /// Does not export `retrieve`.
+    #[error("it does not export `retrieve`")]
+    NoRetrieveExport,
+}
+
+/// A plugin answer the host refuses to serve, whatever the plugin meant.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ContractViolation {
+    /// More sources than the request's `limit`.
+    #[error("returned {returned} sources for limit {limit}")]
+    TooManySources {
+        /// How many it returned.
+        returned: usize,
+        /// The request's limit.
+        limit: u32,
+    },
+    /// A score that is NaN or infinite.
+    #[error("source {id:?} has score {score}")]
+    NonFiniteScore {
+        /// The source's id.
+        id: String,
+        /// Its score.
+        score: f64,
+    },
+    /// A title or snippet over its bound.
+    #[error("source {id:?} has a {field} of {bytes} bytes, over its bound of {max}")]
+    FieldTooLong {
+        /// The source's id.
+        id: String,
+        /// `title` or `snippet`.
+        field: &'static str,
+        /// Its length.
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
 }

@@ -1,7 +1,6 @@
 //! What a plugin instance can reach: its corpus sessions, its operator-given config, the log —
 //! and a WASI context that grants nothing (no files, sockets, environment or arguments).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use wasmtime::component::{Resource, ResourceTable};
@@ -9,11 +8,9 @@ use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::PluginConfig;
 use super::bindings::turnstile::retrieval::{config, corpus, log};
 use crate::corpus::{CorpusError, CorpusPool, CorpusSession};
-
-/// Operator-provided `KEY=VALUE` settings of a plugin (`--plugin-config`).
-pub type PluginConfig = BTreeMap<String, String>;
 
 /// At most this many corpus sessions may be open at once within one call; it bounds how many
 /// pooled connections a single (possibly hostile) plugin call can hold.
@@ -65,6 +62,7 @@ impl HostState {
                 .trap_on_grow_failure(true)
                 .build(),
             peak_memory: 0,
+            requested_memory: 0,
         };
         Self {
             wasi,
@@ -96,10 +94,11 @@ pub(super) fn limiter(state: &mut HostState) -> &mut dyn ResourceLimiter {
 }
 
 /// `StoreLimits` (the memory cap; growth past it traps) that also records the largest memory
-/// the call was granted, for `turnstile check` and the logs.
+/// the call was granted and the largest it asked for, for `turnstile check` and the logs.
 pub(super) struct MeteredLimits {
     inner: StoreLimits,
     pub(super) peak_memory: usize,
+    pub(super) requested_memory: usize,
 }
 
 impl ResourceLimiter for MeteredLimits {
@@ -109,6 +108,7 @@ impl ResourceLimiter for MeteredLimits {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        self.requested_memory = self.requested_memory.max(desired);
         let granted = self.inner.memory_growing(current, desired, maximum)?;
         if granted {
             self.peak_memory = self.peak_memory.max(desired);

@@ -5,6 +5,7 @@
 
 mod bindings;
 mod component;
+mod config;
 pub mod contract;
 mod error;
 mod host;
@@ -12,8 +13,11 @@ mod runtime;
 mod slot;
 
 pub use bindings::{RetrieveError, Source};
-pub use component::{CallStats, Plugin, PluginSource};
-pub use error::PluginError;
-pub use host::PluginConfig;
+pub use component::{CallStats, Plugin, PluginSource, embedded_retrieval};
+pub use config::{
+    BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
+    PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
+};
+pub use error::{ContractViolation, Incompatibility, PluginError};
 pub use runtime::{Allocator, PluginRuntime, RuntimeOptions};
 pub use slot::{Generation, PluginSlot};

@@ -8,9 +8,9 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::PluginError;
 use super::bindings::RetrievalPlugin;
 use super::host::HostState;
+use super::{Incompatibility, PluginError};
 
 /// How instances get their memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -97,15 +97,14 @@ impl PluginRuntime {
         let (engine, allocator) = match engine_and_allocator {
             Some(found) => found,
             None => (
-                Engine::new(&base_config()).map_err(|e| PluginError::Engine(e.to_string()))?,
+                Engine::new(&base_config()).map_err(PluginError::Engine)?,
                 Allocator::OnDemand,
             ),
         };
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-            .map_err(|e| PluginError::Engine(e.to_string()))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(PluginError::Engine)?;
         RetrievalPlugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(|e| PluginError::Engine(e.to_string()))?;
+            .map_err(PluginError::Engine)?;
         Ok(Self {
             engine,
             linker,
@@ -132,12 +131,13 @@ impl PluginRuntime {
         bytes: &[u8],
         sha256: &str,
     ) -> Result<Component, PluginError> {
-        let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
+        let incompatible = |reason: Incompatibility| PluginError::Incompatible {
             name: name.to_owned(),
-            reason: format!("{e:#}"),
+            reason,
         };
         let Some(dir) = &self.options.cache_dir else {
-            return Component::new(&self.engine, bytes).map_err(incompatible);
+            return Component::new(&self.engine, bytes)
+                .map_err(|e| incompatible(Incompatibility::Compile(e)));
         };
         let mut engine_hash = DefaultHasher::new();
         self.engine
@@ -150,12 +150,17 @@ impl PluginRuntime {
         let artifact = self
             .engine
             .precompile_component(bytes)
-            .map_err(incompatible)?;
+            .map_err(|e| incompatible(Incompatibility::Compile(e)))?;
+        // Only an artifact that loads is cached: a component this engine cannot instantiate
+        // (e.g. one needing more than the pool allows) is refused now and every time, with
+        // the real cause, and never leaves an unusable file behind.
+        let component = self
+            .deserialize_own(&artifact)
+            .map_err(|e| incompatible(Incompatibility::Artifact(e)))?;
         if let Err(e) = store_artifact(dir, &path, &artifact) {
             tracing::warn!(path = %path.display(), error = %e, "cannot cache precompiled plugin");
         }
-        self.deserialize_own(&artifact)
-            .ok_or_else(|| PluginError::Engine("freshly precompiled artifact did not load".into()))
+        Ok(component)
     }
 
     fn load_cached(&self, path: &Path) -> Option<Component> {
@@ -167,25 +172,27 @@ impl PluginRuntime {
             tracing::warn!(path = %path.display(), "precompiled plugin does not match its digest; recompiling");
             return None;
         }
-        self.deserialize_own(&artifact)
-    }
-
-    #[allow(unsafe_code)]
-    fn deserialize_own(&self, artifact: &[u8]) -> Option<Component> {
-        // SAFETY: `Component::deserialize` trusts its input to be machine code this engine
-        // produced. `artifact` is either what `precompile_component` returned a moment ago or a
-        // file this host wrote into its private cache directory, checked against the digest it
-        // recorded beside it; wasmtime itself also checks the engine settings it was built with.
-        match unsafe { Component::deserialize(&self.engine, artifact) } {
-            Ok(c) => Some(c),
+        match self.deserialize_own(&artifact) {
+            Ok(component) => Some(component),
             Err(e) => {
-                tracing::warn!(error = %e, "precompiled plugin rejected; recompiling");
+                tracing::warn!(path = %path.display(), error = %e, "precompiled plugin rejected; recompiling");
                 None
             }
         }
     }
+
+    #[allow(unsafe_code)]
+    fn deserialize_own(&self, artifact: &[u8]) -> wasmtime::Result<Component> {
+        // SAFETY: `Component::deserialize` trusts its input to be machine code this engine
+        // produced. `artifact` is either what `precompile_component` returned a moment ago or a
+        // file this host wrote into its private cache directory, checked against the digest it
+        // recorded beside it; wasmtime itself also checks the engine settings it was built with.
+        unsafe { Component::deserialize(&self.engine, artifact) }
+    }
 }
 
+/// Writes the artifact under a unique temporary name, flushes it, and renames it into place, then
+/// records its digest: a reader sees either no artifact or a whole one.
 fn store_artifact(dir: &Path, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
     {
         use std::os::unix::fs::DirBuilderExt;
@@ -194,9 +201,10 @@ fn store_artifact(dir: &Path, path: &Path, artifact: &[u8]) -> std::io::Result<(
             .mode(0o700)
             .create(dir)?;
     }
-    let tmp = path.with_extension(format!("{}.tmp", crate::unique_suffix()));
-    std::fs::write(&tmp, artifact)?;
-    std::fs::rename(&tmp, path)?;
+    let mut tmp = tempfile::Builder::new().suffix(".tmp").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, artifact)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
     std::fs::write(
         path.with_extension("cwasm.sha256"),
         hex::encode(Sha256::digest(artifact)),

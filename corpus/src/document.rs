@@ -1,0 +1,133 @@
+use std::io::Read;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::CorpusError;
+
+/// The corpus shipped with turnstile (see `corpus/README.md`), embedded so `serve` needs no files.
+static EMBEDDED_CORPUS: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/python-summaries.jsonl"
+));
+
+/// The name the embedded corpus is reported under.
+pub const EMBEDDED_CORPUS_NAME: &str = "embedded:python-summaries.jsonl";
+
+/// Bounds on a document, enforced at load: an oversized corpus line is refused, not truncated.
+const MAX_ID_BYTES: usize = 512;
+const MAX_TITLE_BYTES: usize = 1024;
+const MAX_TEXT_CHARS: usize = 2000;
+
+/// One corpus document, as in the JSON Lines file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Document {
+    /// Unique id, e.g. `json.dumps` or `topic:assert`.
+    pub id: String,
+    /// `module`, `class`, `function`, `method` or `topic`.
+    pub kind: String,
+    /// Id, " — ", and the first sentence.
+    pub title: String,
+    /// The cleaned docstring.
+    pub text: String,
+}
+
+/// The raw bytes of a corpus (gzip-compressed or plain JSON Lines) and where they came from.
+pub struct CorpusBytes {
+    /// Display name: the path, or [`EMBEDDED_CORPUS_NAME`].
+    pub name: String,
+    /// The decompressed JSON Lines.
+    pub jsonl: Vec<u8>,
+}
+
+/// Reads the corpus at `path` (`.gz` is decompressed), or the embedded one when `path` is `None`.
+pub fn read_corpus(path: Option<&Path>) -> Result<CorpusBytes, CorpusError> {
+    let (name, raw) = match path {
+        None => (EMBEDDED_CORPUS_NAME.to_owned(), EMBEDDED_CORPUS.to_vec()),
+        Some(p) => (
+            p.display().to_string(),
+            std::fs::read(p).map_err(|source| CorpusError::Read {
+                path: p.to_owned(),
+                source,
+            })?,
+        ),
+    };
+    let jsonl = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(raw.len() * 4);
+        flate2::read::GzDecoder::new(raw.as_slice())
+            .read_to_end(&mut out)
+            .map_err(|source| CorpusError::Read {
+                path: name.clone().into(),
+                source,
+            })?;
+        out
+    } else {
+        raw
+    };
+    Ok(CorpusBytes { name, jsonl })
+}
+
+/// Parses JSON Lines into documents, checking every bound and that ids are unique.
+pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
+    let mut docs = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, line) in jsonl.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let bad = |reason: String| CorpusError::BadDocument {
+            line: i + 1,
+            reason,
+        };
+        let doc: Document = serde_json::from_slice(line).map_err(|e| bad(e.to_string()))?;
+        if doc.id.is_empty() || doc.id.len() > MAX_ID_BYTES {
+            return Err(bad(format!("id must be 1..={MAX_ID_BYTES} bytes")));
+        }
+        if !matches!(
+            doc.kind.as_str(),
+            "module" | "class" | "function" | "method" | "topic"
+        ) {
+            return Err(bad(format!("unknown kind {:?}", doc.kind)));
+        }
+        if doc.title.len() > MAX_TITLE_BYTES {
+            return Err(bad(format!("title over {MAX_TITLE_BYTES} bytes")));
+        }
+        if doc.text.chars().count() > MAX_TEXT_CHARS {
+            return Err(bad(format!("text over {MAX_TEXT_CHARS} characters")));
+        }
+        if !seen.insert(doc.id.clone()) {
+            return Err(bad(format!("duplicate id {:?}", doc.id)));
+        }
+        docs.push(doc);
+    }
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_corpus_loads() {
+        let bytes = read_corpus(None).unwrap();
+        let docs = load_documents(&bytes.jsonl).unwrap();
+        assert!(docs.len() > 1000, "only {} documents", docs.len());
+        assert!(docs.iter().any(|d| d.id == "argparse"));
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_their_line_number() {
+        let err = load_documents(b"{\"id\":\"a\",\"kind\":\"module\",\"title\":\"a\",\"text\":\"\"}\n{\"id\":\"a\",\"kind\":\"module\",\"title\":\"a\",\"text\":\"\"}\n").unwrap_err();
+        assert!(
+            matches!(err, CorpusError::BadDocument { line: 2, .. }),
+            "{err}"
+        );
+        let err = load_documents(b"{\"id\":\"b\",\"kind\":\"blob\",\"title\":\"\",\"text\":\"\"}")
+            .unwrap_err();
+        assert!(
+            matches!(err, CorpusError::BadDocument { line: 1, .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,178 @@
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, params};
+use sha2::{Digest, Sha256};
+
+use super::CorpusError;
+use super::document::{CorpusBytes, load_documents};
+
+/// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
+const SCHEMA_VERSION: &str = "1";
+
+/// Where the index came from at startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexOrigin {
+    /// A cache file whose recorded checksum matched the corpus was reused.
+    Reused,
+    /// The index was built from the corpus now.
+    Built,
+}
+
+/// A built, read-only FTS5 index of one corpus.
+#[derive(Debug, Clone)]
+pub struct CorpusIndex {
+    /// The SQLite file.
+    pub path: PathBuf,
+    /// sha256 (hex) of the decompressed JSON Lines.
+    pub sha256: String,
+    /// Where the corpus came from (a path or the embedded name).
+    pub source: String,
+    /// Number of documents.
+    pub documents: u64,
+    /// Whether the index was reused from the cache or built now.
+    pub origin: IndexOrigin,
+}
+
+impl CorpusIndex {
+    /// Returns the index of `corpus` in `cache_dir`: reuses `corpus-<sha256>.sqlite` when its
+    /// recorded checksum and schema match, else builds it (into a temporary file renamed into
+    /// place, so a crash never leaves a half-built index under the final name).
+    ///
+    /// This runs once at startup, outside any request path.
+    pub fn open_or_build(corpus: &CorpusBytes, cache_dir: &Path) -> Result<Self, CorpusError> {
+        let sha256 = hex::encode(Sha256::digest(&corpus.jsonl));
+        std::fs::create_dir_all(cache_dir).map_err(|source| CorpusError::IndexIo {
+            path: cache_dir.to_owned(),
+            source,
+        })?;
+        let path = cache_dir.join(format!("corpus-{}-v{SCHEMA_VERSION}.sqlite", &sha256[..16]));
+        if let Some(documents) = Self::matching_cache(&path, &sha256) {
+            return Ok(Self {
+                path,
+                sha256,
+                source: corpus.name.clone(),
+                documents,
+                origin: IndexOrigin::Reused,
+            });
+        }
+        let docs = load_documents(&corpus.jsonl)?;
+        // A uniquely named file in the same directory (so the rename is atomic), removed if the
+        // build fails; concurrent builders (threads or processes) never share one.
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("corpus-{}-v{SCHEMA_VERSION}.", &sha256[..16]))
+            .suffix(".tmp")
+            .tempfile_in(cache_dir)
+            .map_err(|source| CorpusError::IndexIo {
+                path: cache_dir.to_owned(),
+                source,
+            })?;
+        build(tmp.path(), &docs, &sha256).map_err(|source| CorpusError::Index {
+            path: tmp.path().to_owned(),
+            source,
+        })?;
+        // On disk before it gets its final name: a crash can leave no torn index behind it.
+        tmp.as_file()
+            .sync_all()
+            .map_err(|source| CorpusError::IndexIo {
+                path: tmp.path().to_owned(),
+                source,
+            })?;
+        tmp.persist(&path).map_err(|e| CorpusError::IndexIo {
+            path: path.clone(),
+            source: e.error,
+        })?;
+        Ok(Self {
+            path,
+            sha256,
+            source: corpus.name.clone(),
+            documents: docs.len() as u64,
+            origin: IndexOrigin::Built,
+        })
+    }
+
+    /// The document count recorded in a cache file whose checksum and schema match, if any.
+    fn matching_cache(path: &Path, sha256: &str) -> Option<u64> {
+        if !path.exists() {
+            return None;
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+        let meta = |key: &str| -> Option<String> {
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .ok()
+        };
+        if meta("sha256")? != sha256 || meta("schema")? != SCHEMA_VERSION {
+            return None;
+        }
+        let recorded: u64 = meta("documents")?.parse().ok()?;
+        let counted: i64 = conn
+            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .ok()?;
+        let counted = u64::try_from(counted).ok()?;
+        (recorded == counted).then_some(counted)
+    }
+}
+
+fn build(path: &Path, docs: &[super::Document], sha256: &str) -> rusqlite::Result<()> {
+    let mut conn = Connection::open(path)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = OFF;
+         PRAGMA synchronous = OFF;
+         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE VIRTUAL TABLE docs USING fts5(
+             id UNINDEXED, kind UNINDEXED, title, text,
+             tokenize = 'porter unicode61 remove_diacritics 2'
+         );",
+    )?;
+    let tx = conn.transaction()?;
+    {
+        let mut insert =
+            tx.prepare("INSERT INTO docs (id, kind, title, text) VALUES (?1, ?2, ?3, ?4)")?;
+        for d in docs {
+            insert.execute(params![d.id, d.kind, d.title, d.text])?;
+        }
+        let mut meta = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
+        meta.execute(params!["sha256", sha256])?;
+        meta.execute(params!["schema", SCHEMA_VERSION])?;
+        meta.execute(params!["documents", docs.len().to_string()])?;
+    }
+    tx.commit()?;
+    conn.execute_batch("INSERT INTO docs(docs) VALUES ('optimize'); VACUUM;")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> CorpusBytes {
+        CorpusBytes {
+            name: "tiny".into(),
+            jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - Command-line parsing library","text":"Command-line parsing library"}
+{"id":"json.dumps","kind":"function","title":"json.dumps - Serialize obj to a JSON formatted str.","text":"Serialize obj to a JSON formatted str."}
+"#
+            .to_vec(),
+        }
+    }
+
+    #[test]
+    fn builds_then_reuses_the_cache_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let first = CorpusIndex::open_or_build(&tiny(), dir).unwrap();
+        assert_eq!(first.origin, IndexOrigin::Built);
+        assert_eq!(first.documents, 2);
+        let second = CorpusIndex::open_or_build(&tiny(), dir).unwrap();
+        assert_eq!(second.origin, IndexOrigin::Reused);
+        assert_eq!(second.path, first.path);
+        let mut other = tiny();
+        other
+            .jsonl
+            .extend_from_slice(br#"{"id":"x","kind":"module","title":"x","text":"x"}"#);
+        let third = CorpusIndex::open_or_build(&other, dir).unwrap();
+        assert_eq!(third.origin, IndexOrigin::Built);
+        assert_eq!(third.documents, 3);
+        assert_ne!(third.path, first.path);
+        tmp.close().unwrap();
+    }
+}

@@ -1,0 +1,189 @@
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{Connection, OpenFlags};
+
+use super::{CorpusError, CorpusIndex, CorpusSession};
+
+/// Read-only SQLite connections to one corpus index, handed out as [`CorpusSession`]s.
+///
+/// Opening a connection costs a few hundred microseconds (cold page cache, statement prepare), so
+/// idle connections are kept (at most `max_idle`) and reused; a checked-out connection belongs to
+/// exactly one session, and so to one worker, until that session is dropped.
+#[derive(Clone)]
+pub struct CorpusPool {
+    inner: Arc<PoolInner>,
+}
+
+pub(super) struct PoolInner {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    max_idle: usize,
+    live: AtomicUsize,
+    opened_total: AtomicU64,
+    documents: u64,
+}
+
+impl CorpusPool {
+    /// A pool over `index`; opens one connection now so a broken index fails at startup.
+    pub fn new(index: &CorpusIndex, max_idle: usize) -> Result<Self, CorpusError> {
+        let first = open_read_only(&index.path).map_err(|source| CorpusError::Index {
+            path: index.path.clone(),
+            source,
+        })?;
+        Ok(Self {
+            inner: Arc::new(PoolInner {
+                path: index.path.clone(),
+                idle: Mutex::new(vec![first]),
+                max_idle,
+                live: AtomicUsize::new(0),
+                opened_total: AtomicU64::new(0),
+                documents: index.documents,
+            }),
+        })
+    }
+
+    /// Opens a session: the caller holds a read-only connection exclusively until it drops it.
+    pub fn session(&self) -> Result<CorpusSession, CorpusError> {
+        let idle = self
+            .inner
+            .idle
+            .lock()
+            .map(|mut idle| idle.pop())
+            .unwrap_or(None);
+        let conn = match idle {
+            Some(conn) => conn,
+            None => open_read_only(&self.inner.path)?,
+        };
+        self.inner.live.fetch_add(1, Ordering::SeqCst);
+        self.inner.opened_total.fetch_add(1, Ordering::Relaxed);
+        Ok(CorpusSession::new(conn, Arc::clone(&self.inner)))
+    }
+
+    /// Sessions open right now (0 whenever no plugin call is running).
+    pub fn live_sessions(&self) -> usize {
+        self.inner.live.load(Ordering::SeqCst)
+    }
+
+    /// Sessions opened since the pool was made.
+    pub fn sessions_opened(&self) -> u64 {
+        self.inner.opened_total.load(Ordering::Relaxed)
+    }
+
+    /// Documents in the corpus.
+    pub fn documents(&self) -> u64 {
+        self.inner.documents
+    }
+}
+
+impl PoolInner {
+    /// Called when a session closes: its connection goes back to the idle list (or is closed).
+    pub(super) fn give_back(&self, conn: Connection) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < self.max_idle
+        {
+            idle.push(conn);
+        }
+    }
+
+    pub(super) fn documents(&self) -> u64 {
+        self.documents
+    }
+}
+
+/// SQL functions a corpus query may call; everything else is refused at prepare time.
+const ALLOWED_FUNCTIONS: &[&str] = &["match", "bm25", "snippet", "highlight", "count"];
+
+/// Opens the index read-only by construction: read-only open flags, `PRAGMA query_only`, and an
+/// authorizer that lets a statement read and nothing else (no write, attach, pragma, transaction
+/// or schema change), so even a bug in the host's SQL cannot modify the corpus.
+fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.execute_batch("PRAGMA query_only = ON;")?;
+    conn.set_prepared_statement_cache_capacity(8);
+    conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
+        AuthAction::Select | AuthAction::Read { .. } => Authorization::Allow,
+        AuthAction::Function { function_name }
+            if ALLOWED_FUNCTIONS
+                .iter()
+                .any(|f| f.eq_ignore_ascii_case(function_name)) =>
+        {
+            Authorization::Allow
+        }
+        // FTS5 reads this to notice other writers; reading it changes nothing.
+        AuthAction::Pragma {
+            pragma_name: "data_version",
+            pragma_value: None,
+        } => Authorization::Allow,
+        other => {
+            tracing::warn!(action = ?other, "corpus authorizer denied a statement");
+            Authorization::Deny
+        }
+    }))?;
+    Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CorpusBytes, CorpusIndex};
+
+    /// A pool over a one-document corpus in its own temporary directory: tests run in
+    /// parallel threads of one process, so they must never share (or delete) a directory.
+    fn pool() -> (CorpusPool, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = CorpusBytes {
+            name: "t".into(),
+            jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - parsing","text":"Command-line parsing library"}"#.to_vec(),
+        };
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
+        (CorpusPool::new(&index, 2).unwrap(), dir)
+    }
+
+    #[test]
+    fn connections_refuse_every_write_and_escape() {
+        let (pool, dir) = pool();
+        let conn = open_read_only(&pool.inner.path).unwrap();
+        for sql in [
+            "INSERT INTO docs (id, kind, title, text) VALUES ('x','module','x','x')",
+            "DELETE FROM docs",
+            "CREATE TABLE evil (x)",
+            "ATTACH DATABASE ':memory:' AS other",
+            "PRAGMA query_only = OFF",
+            "BEGIN IMMEDIATE",
+            "SELECT load_extension('x')",
+            "SELECT sqlite_version()",
+        ] {
+            assert!(conn.execute_batch(sql).is_err(), "{sql} was allowed");
+        }
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+        drop(conn);
+        drop(pool);
+        dir.close().unwrap();
+    }
+
+    #[test]
+    fn sessions_are_counted_and_connections_reused() {
+        let (pool, dir) = pool();
+        let a = pool.session().unwrap();
+        let b = pool.session().unwrap();
+        assert_eq!(pool.live_sessions(), 2);
+        drop(a);
+        assert_eq!(pool.live_sessions(), 1);
+        drop(b);
+        assert_eq!(pool.live_sessions(), 0);
+        assert_eq!(pool.inner.idle.lock().unwrap().len(), 2);
+        assert_eq!(pool.sessions_opened(), 2);
+        drop(pool);
+        dir.close().unwrap();
+    }
+}

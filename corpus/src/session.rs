@@ -1,0 +1,306 @@
+use std::sync::Arc;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use super::pool::PoolInner;
+use super::{CorpusError, Document};
+
+/// Bounds on what one session call accepts and returns. They answer a plugin (or a question
+/// passed through it) that asks for too much: a huge expression, an unbounded result.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLimits;
+
+impl SessionLimits {
+    /// Longest FTS5 expression accepted, in bytes.
+    pub const MAX_EXPRESSION_BYTES: usize = 1000;
+    /// Most candidates one search returns (larger limits are clamped).
+    pub const MAX_CANDIDATES: u32 = 50;
+    /// Longest id accepted by `get`, in bytes.
+    pub const MAX_ID_BYTES: usize = 512;
+    /// Longest snippet returned, in bytes.
+    pub const MAX_SNIPPET_BYTES: usize = 300;
+    /// Longest title returned, in bytes.
+    pub const MAX_TITLE_BYTES: usize = 512;
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Document id.
+    pub id: String,
+    /// Document title (at most [`SessionLimits::MAX_TITLE_BYTES`]).
+    pub title: String,
+    /// Extract around the match (at most [`SessionLimits::MAX_SNIPPET_BYTES`]).
+    pub snippet: String,
+    /// bm25 rank: lower is better.
+    pub rank: f64,
+}
+
+/// One ranked hit without its snippet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    /// The document's handle (its rowid in the index), for [`CorpusSession::snippet`].
+    pub doc: u64,
+    /// Document id.
+    pub id: String,
+    /// Document title (at most [`SessionLimits::MAX_TITLE_BYTES`]).
+    pub title: String,
+    /// bm25 rank: lower is better.
+    pub rank: f64,
+}
+
+/// A worker's own read-only handle to the corpus. Dropping it closes it (the connection goes
+/// back to the pool); it can never outlive the plugin call that opened it, because the call's
+/// store owns it.
+pub struct CorpusSession {
+    conn: Option<Connection>,
+    pool: Arc<PoolInner>,
+}
+
+const SEARCH_SQL: &str = "SELECT id, title, snippet(docs, 3, '[', ']', '…', 24), \
+     bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
+     FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
+
+/// `SEARCH_SQL` without the snippet: a snippet re-reads and re-tokenizes its document (~90 µs
+/// for this corpus), so a wide candidate pool is much cheaper without them.
+const RANK_SQL: &str = "SELECT rowid, id, title, bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
+     FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
+
+/// The snippet of one document for an expression (FTS5 seeks to the rowid within the match).
+const SNIPPET_SQL: &str = "SELECT snippet(docs, 3, '[', ']', '…', 24) \
+     FROM docs WHERE docs MATCH ?1 AND rowid = ?2";
+
+impl CorpusSession {
+    pub(super) fn new(conn: Connection, pool: Arc<PoolInner>) -> Self {
+        Self {
+            conn: Some(conn),
+            pool,
+        }
+    }
+
+    fn conn(&self) -> &Connection {
+        // Only `Drop` takes the connection out, so it is always here while `self` is usable.
+        self.conn
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("session used after close"))
+    }
+
+    /// bm25-ranked full-text search, best first. `limit` is clamped to 1..=50.
+    pub fn search(&self, expression: &str, limit: u32) -> Result<Vec<Candidate>, CorpusError> {
+        check_expression(expression)?;
+        let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
+        let mut stmt = self.conn().prepare_cached(SEARCH_SQL)?;
+        let rows = stmt.query_map(params![expression, limit], |r| {
+            Ok(Candidate {
+                id: r.get(0)?,
+                title: truncate(r.get(1)?, SessionLimits::MAX_TITLE_BYTES),
+                snippet: truncate(r.get(2)?, SessionLimits::MAX_SNIPPET_BYTES),
+                rank: r.get(3)?,
+            })
+        });
+        let collect = || -> rusqlite::Result<Vec<Candidate>> { rows?.collect() };
+        collect().map_err(classify)
+    }
+
+    /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.
+    pub fn rank(&self, expression: &str, limit: u32) -> Result<Vec<Ranked>, CorpusError> {
+        check_expression(expression)?;
+        let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
+        let mut stmt = self.conn().prepare_cached(RANK_SQL)?;
+        let rows = stmt.query_map(params![expression, limit], |r| {
+            Ok(Ranked {
+                // Rowids of this index are positive.
+                doc: r.get::<_, i64>(0)?.unsigned_abs(),
+                id: r.get(1)?,
+                title: truncate(r.get(2)?, SessionLimits::MAX_TITLE_BYTES),
+                rank: r.get(3)?,
+            })
+        });
+        let collect = || -> rusqlite::Result<Vec<Ranked>> { rows?.collect() };
+        collect().map_err(classify)
+    }
+
+    /// The snippet [`Self::search`] would give document `doc` for `expression`, or `None` when
+    /// that document does not match it (or does not exist).
+    pub fn snippet(&self, expression: &str, doc: u64) -> Result<Option<String>, CorpusError> {
+        check_expression(expression)?;
+        // Rowids are positive i64; anything larger names no document.
+        let Ok(rowid) = i64::try_from(doc) else {
+            return Ok(None);
+        };
+        let mut stmt = self.conn().prepare_cached(SNIPPET_SQL)?;
+        stmt.query_row(params![expression, rowid], |r| r.get::<_, String>(0))
+            .optional()
+            .map(|s| s.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES)))
+            .map_err(classify)
+    }
+
+    /// The document with this id, if any.
+    pub fn get(&self, id: &str) -> Result<Option<Document>, CorpusError> {
+        if id.len() > SessionLimits::MAX_ID_BYTES {
+            return Err(CorpusError::InvalidArgument(format!(
+                "id must be at most {} bytes",
+                SessionLimits::MAX_ID_BYTES
+            )));
+        }
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT id, kind, title, text FROM docs WHERE id = ?1 LIMIT 1")?;
+        Ok(stmt
+            .query_row([id], |r| {
+                Ok(Document {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    title: r.get(2)?,
+                    text: r.get(3)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Documents in the corpus (recorded when the index was built).
+    pub fn count(&self) -> u64 {
+        self.pool.documents()
+    }
+}
+
+impl Drop for CorpusSession {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.give_back(conn);
+        }
+    }
+}
+
+/// A MATCH expression that FTS5 cannot parse surfaces as a plain `SQLITE_ERROR` while stepping
+/// (e.g. `fts5: syntax error near "("`, `no such column: x`); anything else is a real failure.
+fn classify(error: rusqlite::Error) -> CorpusError {
+    match &error {
+        rusqlite::Error::SqliteFailure(e, msg) if e.code == ErrorCode::Unknown => {
+            CorpusError::BadExpression(msg.clone().unwrap_or_else(|| e.to_string()))
+        }
+        _ => CorpusError::Query(error),
+    }
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary.
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+/// An expression must be 1..=`MAX_EXPRESSION_BYTES` bytes and not blank.
+fn check_expression(expression: &str) -> Result<(), CorpusError> {
+    if expression.trim().is_empty() || expression.len() > SessionLimits::MAX_EXPRESSION_BYTES {
+        return Err(CorpusError::InvalidArgument(format!(
+            "expression must be 1..={} bytes and not blank",
+            SessionLimits::MAX_EXPRESSION_BYTES
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CorpusBytes, CorpusIndex, CorpusPool};
+
+    /// A pool over a two-document corpus in its own temporary directory (tests run in
+    /// parallel; none may share or delete another's directory).
+    fn pool() -> (CorpusPool, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = CorpusBytes {
+            name: "t".into(),
+            jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - Command-line parsing library","text":"Command-line parsing library: handles optional and positional arguments."}
+{"id":"json.dumps","kind":"function","title":"json.dumps - Serialize obj to a JSON formatted str.","text":"Serialize obj to a JSON formatted str."}"#.to_vec(),
+        };
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
+        (CorpusPool::new(&index, 2).unwrap(), dir)
+    }
+
+    #[test]
+    fn search_ranks_and_snippets() {
+        let (pool, dir) = pool();
+        let s = pool.session().unwrap();
+        let hits = s.search("\"parsing\" OR \"arguments\"", 5).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].id, "argparse");
+        assert!(hits[0].rank < 0.0);
+        assert!(hits[0].snippet.contains("[parsing]"), "{}", hits[0].snippet);
+        assert_eq!(s.count(), 2);
+        assert_eq!(s.get("json.dumps").unwrap().unwrap().kind, "function");
+        assert_eq!(s.get("nope").unwrap(), None);
+        drop(s);
+        dir.close().unwrap();
+    }
+
+    /// `rank` + `snippet` give what `search` gives, in two steps.
+    #[test]
+    fn rank_then_snippet_matches_search() {
+        let (pool, dir) = pool();
+        let s = pool.session().unwrap();
+        let expression = "\"serialize\" OR \"parsing\"";
+        let hits = s.search(expression, 5).unwrap();
+        let ranked = s.rank(expression, 5).unwrap();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(ranked.len(), hits.len());
+        for (hit, r) in hits.iter().zip(&ranked) {
+            assert_eq!((&r.id, &r.title, r.rank), (&hit.id, &hit.title, hit.rank));
+            assert_eq!(
+                s.snippet(expression, r.doc).unwrap(),
+                Some(hit.snippet.clone())
+            );
+        }
+        // A document that does not match, and one that does not exist: no snippet.
+        let argparse = ranked.iter().find(|r| r.id == "argparse").unwrap();
+        assert_eq!(s.snippet("\"serialize\"", argparse.doc).unwrap(), None);
+        assert_eq!(s.snippet(expression, 999_999).unwrap(), None);
+        assert_eq!(s.snippet(expression, u64::MAX).unwrap(), None);
+        assert!(matches!(
+            s.snippet("AND AND", argparse.doc),
+            Err(CorpusError::BadExpression(_))
+        ));
+        assert!(matches!(
+            s.rank(" ", 5),
+            Err(CorpusError::InvalidArgument(_))
+        ));
+        drop(s);
+        dir.close().unwrap();
+    }
+
+    #[test]
+    fn bad_expressions_are_typed_errors() {
+        let (pool, dir) = pool();
+        let s = pool.session().unwrap();
+        for expr in ["(", "\"unterminated", "nosuchcol: x", "AND", "NEAR(", "^"] {
+            match s.search(expr, 5) {
+                Err(CorpusError::BadExpression(_)) => {}
+                other => panic!("{expr:?} gave {other:?}"),
+            }
+        }
+        assert!(matches!(
+            s.search(" ", 5),
+            Err(CorpusError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            s.search(&"a".repeat(1001), 5),
+            Err(CorpusError::InvalidArgument(_))
+        ));
+        // The session still works after errors.
+        assert_eq!(s.search("json", 5).unwrap().len(), 1);
+        drop(s);
+        dir.close().unwrap();
+    }
+
+    #[test]
+    fn truncates_on_char_boundaries() {
+        assert_eq!(truncate("aé".into(), 2), "a");
+        assert_eq!(truncate("abc".into(), 5), "abc");
+    }
+}

@@ -1,0 +1,96 @@
+use std::time::Duration;
+
+use quanta::Instant;
+
+use super::state::{GateInner, LeaseKey};
+use super::sync::Arc;
+
+/// A slot of the gate, held by a request's work. Dropping it releases the slot (and promotes the
+/// oldest waiter); nothing else does. Move it into the worker that does the work, so it is
+/// dropped exactly when the work has really ended — returned, failed, trapped or panicked.
+#[must_use = "dropping a lease releases its slot at once"]
+pub struct Lease {
+    gate: Arc<GateInner>,
+    key: LeaseKey,
+    waited: Duration,
+    granted_at: Instant,
+}
+
+impl Lease {
+    pub(super) fn new(
+        gate: Arc<GateInner>,
+        key: LeaseKey,
+        waited: Duration,
+        granted_at: Instant,
+    ) -> Self {
+        Self {
+            gate,
+            key,
+            waited,
+            granted_at,
+        }
+    }
+
+    /// The request's ticket (its place in arrival order).
+    pub fn ticket(&self) -> u64 {
+        self.key.ticket
+    }
+
+    /// How long the request waited in the queue before it got this lease.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// How long the lease has been held.
+    pub fn held(&self) -> Duration {
+        self.granted_at.elapsed()
+    }
+
+    /// A guard for the side that waits on the work (the HTTP handler): if it is dropped before
+    /// [`ClientWatch::disarm`], the lease is marked as belonging to a client that is gone — the
+    /// lease itself stays held by the worker.
+    pub fn client_watch(&self) -> ClientWatch {
+        ClientWatch {
+            gate: Arc::clone(&self.gate),
+            key: self.key,
+            armed: true,
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.gate.release(self.key);
+    }
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("ticket", &self.key.ticket)
+            .field("waited", &self.waited)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Marks a lease's client as gone when dropped while armed. See [`Lease::client_watch`].
+pub struct ClientWatch {
+    gate: Arc<GateInner>,
+    key: LeaseKey,
+    armed: bool,
+}
+
+impl ClientWatch {
+    /// The client got its answer: nothing to mark.
+    pub fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ClientWatch {
+    fn drop(&mut self) {
+        if self.armed {
+            self.gate.mark_client_gone(self.key);
+        }
+    }
+}

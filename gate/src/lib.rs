@@ -1,0 +1,26 @@
+//! The process-local FIFO admission gate: at most `max_active` leases are out at once; other
+//! requests wait in a bounded first-in-first-out queue until a lease is handed to them or their
+//! wait deadline passes.
+//!
+//! The invariant that matters: a lease is unfinished work. It is released only by dropping the
+//! [`Lease`], which the worker does when the plugin call has really returned — never because the
+//! client went away or the task awaiting the worker was cancelled.
+//!
+//! The gate knows nothing of HTTP or wasm.
+
+mod acquire;
+mod config;
+mod events;
+mod lease;
+mod queue;
+mod state;
+mod sync;
+
+pub use acquire::{Acquire, Refusal};
+pub use config::{GateConfig, GateConfigError};
+pub use events::{Event, EventStatus, MAX_EVENTS};
+pub use lease::{ClientWatch, Lease};
+pub use state::{Gate, LeaseSnapshot, Snapshot};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,344 @@
+use std::task::Waker;
+use std::time::Duration;
+
+use quanta::Instant;
+
+use serde::Serialize;
+use slab::Slab;
+
+use super::GateConfig;
+use super::acquire::Acquire;
+use super::events::{Event, EventLog, EventStatus};
+use super::queue::{Left, WaitQueue, WaiterKey};
+use super::sync::{Arc, Mutex, MutexGuard};
+
+/// The admission gate. Cloning shares the same gate.
+#[derive(Clone)]
+pub struct Gate {
+    pub(super) inner: Arc<GateInner>,
+}
+
+pub(super) struct GateInner {
+    pub(super) config: GateConfig,
+    state: Mutex<GateState>,
+}
+
+/// Everything behind the gate's one lock. Every change happens in one short critical section
+/// that never spans an `.await`.
+pub(super) struct GateState {
+    /// Every lease out, in a slot of its own (at most `max_active`, allocated up front): the
+    /// leases held by workers and the ones promoted to a waiter that has not picked theirs up
+    /// yet. Its length is the gate's `active` count.
+    leases: Slab<LeaseRecord>,
+    /// Waiters in arrival order, and the ones promoted that have not picked their lease up.
+    waiters: WaitQueue,
+    next_ticket: u64,
+    events: EventLog,
+    /// Recent execution time (exponentially weighted), for `Retry-After`.
+    service_ewma: Option<f64>,
+}
+
+struct LeaseRecord {
+    ticket: u64,
+    granted_at: Instant,
+    client_gone: bool,
+}
+
+/// Where a lease lives in the gate: its slot, and the ticket of the request it belongs to (a
+/// slot is reused once its lease is released; the ticket never is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LeaseKey {
+    pub(super) slot: usize,
+    pub(super) ticket: u64,
+}
+
+/// A lease handed over: where it lives and since when it is held.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Grant {
+    pub(super) key: LeaseKey,
+    pub(super) granted_at: Instant,
+}
+
+/// What a first poll of [`Acquire`] decided.
+pub(super) enum Entry {
+    Admitted(Grant),
+    Queued(WaiterKey),
+    QueueFull { retry_after: Duration },
+}
+
+/// Whether a queued ticket got its lease.
+pub(super) enum Pickup {
+    Granted(Grant),
+    StillWaiting,
+}
+
+/// One lease as `/state` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaseSnapshot {
+    /// The request's ticket (its place in arrival order).
+    pub ticket: u64,
+    /// How long the lease has been held, in milliseconds.
+    pub held_ms: u64,
+    /// The client that asked for this work is gone (disconnected or timed out); the worker runs on.
+    pub client_gone: bool,
+}
+
+/// The gate's state at one instant, taken under its lock.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// Leases out.
+    pub active: usize,
+    /// Requests waiting.
+    pub waiting: usize,
+    /// The most recent events, oldest first.
+    pub events: Vec<Event>,
+    /// Configured bound on leases.
+    pub max_active: usize,
+    /// Configured bound on waiters.
+    pub max_waiting: usize,
+    /// Configured wait deadline, in seconds.
+    pub wait_seconds: f64,
+    /// Every live lease, oldest first.
+    pub leases: Vec<LeaseSnapshot>,
+    /// Leases whose client is gone while their work still runs.
+    pub client_gone: usize,
+}
+
+impl Gate {
+    /// A gate with these limits.
+    ///
+    /// The gate stamps leases with `quanta`'s TSC-based clock (a few nanoseconds a read, where
+    /// `std::time::Instant` costs ~30 ns on a VM), falling back to the monotonic clock where the
+    /// TSC is not reliable. Its one-off calibration runs here, not in the first request.
+    pub fn new(config: GateConfig) -> Self {
+        let _ = Instant::now();
+        Self {
+            inner: Arc::new(GateInner {
+                state: Mutex::new(GateState {
+                    leases: Slab::with_capacity(config.max_active),
+                    waiters: WaitQueue::default(),
+                    next_ticket: 0,
+                    events: EventLog::default(),
+                    service_ewma: None,
+                }),
+                config,
+            }),
+        }
+    }
+
+    /// The gate's limits.
+    pub fn config(&self) -> GateConfig {
+        self.inner.config
+    }
+
+    /// Asks for a lease: at once if a slot is free and nobody waits, else after waiting in FIFO
+    /// order, or a refusal (queue full, deadline passed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the returned future before it completes undoes what it did: a queued request
+    /// leaves the queue (`wait_cancelled`), and a lease that was handed to it by a promotion
+    /// racing with the drop is released at once (and may promote the next waiter). Capacity never
+    /// leaks and the request never ran. Once it has returned a [`super::Lease`], cancellation of
+    /// the caller no longer matters: only dropping the lease releases the slot.
+    pub fn acquire(&self) -> Acquire {
+        Acquire::new(Arc::clone(&self.inner))
+    }
+
+    /// The current state, taken atomically.
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.inner.lock();
+        let now = Instant::now();
+        let mut leases: Vec<LeaseSnapshot> = state
+            .leases
+            .iter()
+            .map(|(_, record)| LeaseSnapshot {
+                ticket: record.ticket,
+                held_ms: now.duration_since(record.granted_at).as_millis() as u64,
+                client_gone: record.client_gone,
+            })
+            .collect();
+        leases.sort_by_key(|l| l.ticket);
+        Snapshot {
+            active: state.leases.len(),
+            waiting: state.waiters.len(),
+            events: state.events.to_vec(),
+            max_active: self.inner.config.max_active,
+            max_waiting: self.inner.config.max_waiting,
+            wait_seconds: self.inner.config.wait_deadline.as_secs_f64(),
+            client_gone: leases.iter().filter(|l| l.client_gone).count(),
+            leases,
+        }
+    }
+}
+
+impl GateInner {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        // No code panics while holding the lock; if one ever did, the counts are still whole
+        // (each critical section updates them before anything that could fail).
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// First poll: admit, queue, or refuse. `now` is read before the lock is taken.
+    pub(super) fn enter(&self, waker: &Waker, now: Instant) -> Entry {
+        let mut state = self.lock();
+        state.next_ticket += 1;
+        let ticket = state.next_ticket;
+        if state.leases.len() < self.config.max_active && state.waiters.is_empty() {
+            let grant = state.grant(ticket, now);
+            state.log(EventStatus::Admitted);
+            Entry::Admitted(grant)
+        } else if state.waiters.len() < self.config.max_waiting {
+            let key = state.waiters.push_back(ticket, waker.clone());
+            state.log(EventStatus::Queued);
+            Entry::Queued(key)
+        } else {
+            state.log(EventStatus::QueueFull);
+            let retry_after = state.retry_after(self.config.max_active);
+            Entry::QueueFull { retry_after }
+        }
+    }
+
+    /// Later polls of a queued ticket: take a promoted lease, or refresh the waker.
+    pub(super) fn pick_up(&self, key: WaiterKey, waker: &Waker) -> Pickup {
+        let mut state = self.lock();
+        if let Some(lease) = state.waiters.take_promoted(key) {
+            return Pickup::Granted(state.grant_of(lease, key.ticket));
+        }
+        if let Some(slot) = state.waiters.waker_mut(key) {
+            match slot {
+                Some(w) if w.will_wake(waker) => {}
+                _ => *slot = Some(waker.clone()),
+            }
+        }
+        Pickup::StillWaiting
+    }
+
+    /// The deadline of a queued ticket passed. Returns `Err(retry_after)` if it left the queue;
+    /// `Ok` if a promotion got there first (the lease is then the waiter's to use).
+    pub(super) fn expire(&self, key: WaiterKey) -> Result<Grant, Duration> {
+        let mut state = self.lock();
+        match state.waiters.remove(key) {
+            Some(Left::Promoted { lease }) => Ok(state.grant_of(lease, key.ticket)),
+            Some(Left::Waiting) | None => {
+                state.log(EventStatus::WaitTimeout);
+                Err(state.retry_after(self.config.max_active))
+            }
+        }
+    }
+
+    /// A queued ticket's future was dropped: leave the queue, or give back a lease that a
+    /// promotion handed over in the meantime.
+    pub(super) fn cancel(&self, key: WaiterKey) {
+        let mut state = self.lock();
+        match state.waiters.remove(key) {
+            Some(Left::Waiting) => state.log(EventStatus::WaitCancelled),
+            Some(Left::Promoted { lease }) => {
+                let lease = LeaseKey {
+                    slot: lease,
+                    ticket: key.ticket,
+                };
+                let waker = state.release(lease, Instant::now(), &self.config);
+                drop(state);
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// A lease was dropped: its work has really ended.
+    pub(super) fn release(&self, key: LeaseKey) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let waker = state.release(key, now, &self.config);
+        drop(state);
+        // Wake outside the lock: the woken task's first act is to take it.
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Marks a live lease as belonging to a client that is gone.
+    pub(super) fn mark_client_gone(&self, key: LeaseKey) {
+        // The ticket check matters: the watch may outlive its lease, and the slot may since
+        // hold another request's lease.
+        if let Some(record) = self.lock().leases.get_mut(key.slot)
+            && record.ticket == key.ticket
+        {
+            record.client_gone = true;
+        }
+    }
+}
+
+impl GateState {
+    fn log(&mut self, status: EventStatus) {
+        let (active, waiting) = (self.leases.len(), self.waiters.len());
+        self.events.push(status, active, waiting);
+    }
+
+    /// Takes a slot for `ticket`'s lease. The caller has checked that one is free.
+    fn grant(&mut self, ticket: u64, now: Instant) -> Grant {
+        let slot = self.leases.insert(LeaseRecord {
+            ticket,
+            granted_at: now,
+            client_gone: false,
+        });
+        Grant {
+            key: LeaseKey { slot, ticket },
+            granted_at: now,
+        }
+    }
+
+    /// The grant a promotion made to `ticket`, in `slot`.
+    fn grant_of(&self, slot: usize, ticket: u64) -> Grant {
+        let record = &self.leases[slot];
+        debug_assert_eq!(record.ticket, ticket);
+        Grant {
+            key: LeaseKey { slot, ticket },
+            granted_at: record.granted_at,
+        }
+    }
+
+    /// Frees the slot of `ticket` and hands it to the oldest waiter, if any (strict FIFO: a
+    /// newcomer can never take it first, because `enter` admits only when nobody waits).
+    /// Returns the promoted waiter's waker, to be woken after the lock is dropped.
+    fn release(&mut self, key: LeaseKey, now: Instant, config: &GateConfig) -> Option<Waker> {
+        let record = self.leases.try_remove(key.slot)?;
+        debug_assert_eq!(
+            record.ticket, key.ticket,
+            "a lease is released exactly once"
+        );
+        let held = now
+            .saturating_duration_since(record.granted_at)
+            .as_secs_f64();
+        self.service_ewma = Some(match self.service_ewma {
+            None => held,
+            Some(avg) => 0.8 * avg + 0.2 * held,
+        });
+        self.log(EventStatus::Released);
+        debug_assert!(self.leases.len() < config.max_active);
+        let leases = &mut self.leases;
+        let (_, waker) = self.waiters.promote_front(|ticket| {
+            leases.insert(LeaseRecord {
+                ticket,
+                granted_at: now,
+                client_gone: false,
+            })
+        })?;
+        self.log(EventStatus::Promoted);
+        waker
+    }
+
+    /// When a refused client should try again: the time for the queue ahead of it to drain at
+    /// the recent service rate. Derived from state, not a constant, so refused clients do not
+    /// come back in one synchronized herd.
+    fn retry_after(&self, max_active: usize) -> Duration {
+        let service = self.service_ewma.unwrap_or(1.0);
+        let ahead = (self.waiters.len() + 1) as f64 / max_active as f64;
+        Duration::from_secs((ahead * service).ceil().clamp(1.0, 3600.0) as u64)
+    }
+}

@@ -1,0 +1,110 @@
+//! A loom model of the gate's races: acquire, cancel, promote and release, run under every
+//! interleaving loom explores (its default preemption bound). Run with
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" cargo test -p turnstile-gate --release --test loom
+//! ```
+//!
+//! (`.ci/run` does, with a target directory of its own). Under `--cfg loom` the gate's lock and
+//! shared pointers are loom's (`src/sync.rs`), so the model sees every order in which its
+//! critical sections can run; a lost wake-up leaves a thread parked in `block_on`, which loom
+//! reports as a deadlock. Deadlines never fire in the model: the unit tests cover them on tokio's
+//! paused clock.
+#![cfg(loom)]
+#![allow(clippy::unwrap_used)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use loom::future::block_on;
+use loom::thread;
+use turnstile_gate::{Acquire, EventStatus, Gate, GateConfig};
+
+fn gate(max_active: usize, max_waiting: usize) -> Gate {
+    Gate::new(GateConfig::new(max_active, max_waiting, Duration::from_secs(60)).unwrap())
+}
+
+fn poll_once(acquire: &mut Acquire) -> Poll<bool> {
+    let mut cx = Context::from_waker(Waker::noop());
+    Pin::new(acquire).poll(&mut cx).map(|r| r.is_ok())
+}
+
+fn statuses(gate: &Gate) -> Vec<EventStatus> {
+    gate.snapshot().events.iter().map(|e| e.status).collect()
+}
+
+/// Nothing leaked: no lease out, nobody waiting, and the next request is admitted at once.
+fn assert_idle(gate: &Gate) {
+    let snapshot = gate.snapshot();
+    assert_eq!((snapshot.active, snapshot.waiting), (0, 0), "{snapshot:?}");
+    let mut next = gate.acquire();
+    assert_eq!(poll_once(&mut next), Poll::Ready(true));
+}
+
+/// A waiter is cancelled (its future dropped) while the lease it waits for is released on
+/// another thread: either it left the queue before the release, or the release promoted it and
+/// the cancellation gave the promoted lease straight back. Never a leaked slot.
+#[test]
+fn cancel_races_release() {
+    loom::model(|| {
+        let gate = gate(1, 1);
+        let held = block_on(gate.acquire()).unwrap();
+        let mut waiter = gate.acquire();
+        assert_eq!(poll_once(&mut waiter), Poll::Pending);
+        let releaser = thread::spawn(move || drop(held));
+        drop(waiter);
+        releaser.join().unwrap();
+        assert_idle(&gate);
+        use EventStatus::*;
+        let events = statuses(&gate);
+        assert!(
+            events == [Admitted, Queued, WaitCancelled, Released]
+                || events == [Admitted, Queued, Released, Promoted, Released],
+            "{events:?}"
+        );
+    });
+}
+
+/// A waiter parked on another thread is woken by the release that promotes it: no lost wake-up.
+#[test]
+fn release_promotes_and_wakes_the_waiter() {
+    loom::model(|| {
+        let gate = gate(1, 1);
+        let held = block_on(gate.acquire()).unwrap();
+        let waiter_gate = gate.clone();
+        let waiter = thread::spawn(move || {
+            let lease = block_on(waiter_gate.acquire()).unwrap();
+            drop(lease);
+        });
+        drop(held);
+        waiter.join().unwrap();
+        assert_idle(&gate);
+    });
+}
+
+/// Two waiters on two threads and one slot: each gets the slot in turn, at most one lease is out
+/// at any time, and all the slots come back.
+#[test]
+fn two_waiters_share_one_slot() {
+    loom::model(|| {
+        let gate = gate(1, 2);
+        let held = block_on(gate.acquire()).unwrap();
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let gate = gate.clone();
+                thread::spawn(move || {
+                    let lease = block_on(gate.acquire()).unwrap();
+                    assert_eq!(gate.snapshot().active, 1);
+                    drop(lease);
+                })
+            })
+            .collect();
+        drop(held);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_idle(&gate);
+    });
+}

@@ -1,0 +1,143 @@
+//! `turnstile serve` settings: a plain documented struct with defaults, read from flags or the
+//! environment (`TURNSTILE_*`). Invalid values are refused with the flag, the value and the range.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::cache::default_cache_dir;
+use crate::gate::{GateConfig, GateConfigError};
+use crate::plugin::{
+    PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
+};
+
+/// Flags of `turnstile serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "TURNSTILE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Serve on this inherited, already-listening TCP socket instead of binding `--listen`
+    /// (used by tests and `turnstile drive` to avoid port races).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(3..=65535))]
+    pub fd: Option<i32>,
+
+    /// Plugin component to serve (default: the embedded retrieval plugin).
+    #[arg(long, env = "TURNSTILE_PLUGIN")]
+    pub plugin: Option<PathBuf>,
+
+    /// Refuse to start unless the plugin file has this sha256 (hex).
+    #[arg(long = "plugin-sha256", env = "TURNSTILE_PLUGIN_SHA256")]
+    pub plugin_sha256: Option<Sha256Hex>,
+
+    /// Bearer token for `/admin/*` (and `/state` when listening beyond loopback). Without one,
+    /// those endpoints answer loopback clients only. Prefer the environment variable: flags are
+    /// visible to other users of the machine.
+    #[arg(
+        long = "admin-token",
+        env = "TURNSTILE_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+
+    /// A `KEY=VALUE` setting the plugin can read through its `config` import (repeatable).
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
+    pub plugin_config: Vec<(String, String)>,
+
+    /// Corpus JSON Lines file, plain or gzip (default: the embedded Python-summary corpus).
+    #[arg(long, env = "TURNSTILE_CORPUS")]
+    pub corpus: Option<PathBuf>,
+
+    /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
+    #[arg(long = "memory-limit-mib", env = "TURNSTILE_MEMORY_LIMIT_MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub memory_limit_mib: u32,
+
+    /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
+    /// or `~/.cache/turnstile`).
+    #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Do not reuse or write precompiled plugin artifacts.
+    #[arg(long = "no-precompiled-cache")]
+    pub no_precompiled_cache: bool,
+
+    /// Requests whose plugin call may run at once (1..=1024).
+    #[arg(long = "max-active", env = "TURNSTILE_MAX_ACTIVE", default_value_t = 4)]
+    pub max_active: usize,
+
+    /// Requests that may wait for a slot, first in first out (0..=100000); more get 429.
+    #[arg(
+        long = "max-waiting",
+        env = "TURNSTILE_MAX_WAITING",
+        default_value_t = 64
+    )]
+    pub max_waiting: usize,
+
+    /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
+    #[arg(long = "wait-ms", env = "TURNSTILE_WAIT_MS", default_value_t = 5000)]
+    pub wait_ms: u64,
+
+    /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
+    /// milliseconds (1..=3600000); past it the process exits with status 1.
+    #[arg(long = "drain-ms", env = "TURNSTILE_DRAIN_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub drain_ms: u64,
+}
+
+/// Why `serve` settings are refused; each names the flag, the value and the allowed range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServeConfigError {
+    /// A gate limit out of range.
+    #[error("{flag}: {source}")]
+    Gate {
+        /// `--max-active`, `--max-waiting` or `--wait-ms`.
+        flag: &'static str,
+        /// What is wrong.
+        source: GateConfigError,
+    },
+    /// Invalid `--plugin-config` entries.
+    #[error("--plugin-config: {0}")]
+    PluginConfig(#[from] PluginConfigError),
+}
+
+impl ServeArgs {
+    /// Where the plugin comes from.
+    pub fn plugin_source(&self) -> PluginSource {
+        self.plugin
+            .clone()
+            .map_or(PluginSource::Embedded, PluginSource::File)
+    }
+
+    /// The plugin's settings, validated as every plugin setting is (see [`plugin_config`]).
+    pub fn plugin_config(&self) -> Result<PluginConfig, ServeConfigError> {
+        Ok(plugin_config(self.plugin_config.iter().cloned())?)
+    }
+
+    /// The gate's limits, validated; the error names the flag, the value and the range.
+    pub fn gate_config(&self) -> Result<GateConfig, ServeConfigError> {
+        GateConfig::new(
+            self.max_active,
+            self.max_waiting,
+            Duration::from_millis(self.wait_ms),
+        )
+        .map_err(|source| {
+            let flag = match &source {
+                GateConfigError::InvalidCapacity {
+                    name: "max_active", ..
+                } => "--max-active",
+                GateConfigError::InvalidCapacity { .. } => "--max-waiting",
+                GateConfigError::InvalidWaitDeadline(_) => "--wait-ms",
+            };
+            ServeConfigError::Gate { flag, source }
+        })
+    }
+
+    /// The cache directory in effect.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache_dir.clone().unwrap_or_else(default_cache_dir)
+    }
+}

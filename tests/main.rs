@@ -1,0 +1,15 @@
+//! turnstile's integration tests, one binary: every area is a module, sharing `support`. They run
+//! real servers on loopback sockets (in process, or `turnstile serve` children) with the real
+//! wasm components, and synchronize on observed state (the gate's `/state`, a log line), each
+//! wait bounded by a deadline that fails the test with what was last seen.
+#![allow(clippy::unwrap_used)] // test helpers fail loudly on purpose
+
+mod support;
+
+mod check;
+mod drive;
+mod fixtures;
+mod gate;
+mod http;
+mod load;
+mod swap;

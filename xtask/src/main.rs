@@ -1,0 +1,99 @@
+//! `cargo xtask plugins [--out DIR]`: builds every guest component of the workspace — the
+//! retrieval plugins in `plugins/` and the trusted fixtures in `fixtures/` — for `wasm32-wasip2`
+//! and copies each to `DIR/NAME.wasm` (default `target/plugins/`), the stable path operators,
+//! `turnstile drive`, the benchmarks and the docs use.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "turnstile's project chores")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build every plugin and fixture component into DIR (default: target/plugins).
+    Plugins {
+        /// Where to put `NAME.wasm` (created if missing).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().task {
+        Task::Plugins { out } => plugins(out),
+    }
+}
+
+fn plugins(out: Option<PathBuf>) -> anyhow::Result<()> {
+    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let metadata = metadata(&cargo)?;
+    let workspace = PathBuf::from(str_field(&metadata, "workspace_root")?);
+    let target_dir = PathBuf::from(str_field(&metadata, "target_directory")?);
+    let guests = guest_packages(&metadata, &workspace)?;
+    anyhow::ensure!(
+        !guests.is_empty(),
+        "no guest crates found under plugins/ or fixtures/"
+    );
+    let names: Vec<&str> = guests.iter().map(String::as_str).collect();
+    let built = turnstile_guest_build::build(&cargo, &workspace, &names, &target_dir)?;
+    let out = out.unwrap_or_else(|| target_dir.join("plugins"));
+    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    for guest in built {
+        let dest = out.join(format!("{}.wasm", guest.name));
+        std::fs::copy(&guest.path, &dest)
+            .with_context(|| format!("copy {} to {}", guest.path.display(), dest.display()))?;
+        println!("{}", dest.display());
+    }
+    Ok(())
+}
+
+fn metadata(cargo: &Path) -> anyhow::Result<Value> {
+    let output = Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1", "--locked"])
+        .output()
+        .context("run cargo metadata")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+fn str_field<'a>(value: &'a Value, key: &str) -> anyhow::Result<&'a str> {
+    value[key]
+        .as_str()
+        .with_context(|| format!("cargo metadata has no {key}"))
+}
+
+/// Workspace packages under `plugins/` or `fixtures/` whose library is a `cdylib`: the guests.
+fn guest_packages(metadata: &Value, workspace: &Path) -> anyhow::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let manifest = PathBuf::from(str_field(package, "manifest_path")?);
+        let under = |dir: &str| manifest.starts_with(workspace.join(dir));
+        let cdylib = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| {
+                t["crate_types"]
+                    .as_array()
+                    .is_some_and(|types| types.iter().any(|c| c == "cdylib"))
+            });
+        if (under("plugins") || under("fixtures")) && cdylib {
+            names.push(str_field(package, "name")?.to_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
