@@ -6,7 +6,7 @@
 #
 # Prerequisites (not done by this script):
 #   PEERS_STATE=~/.cache/turnstile-peers ../shared/peers/setup.sh --oha    # venv + oha
-#   cargo build --release -p turnstile && cp target/release/turnstile /tmp/turnstile-bench-bin
+#   cargo build --release -p turnstile-cli && cp target/release/turnstile /tmp/turnstile-bench-bin
 #
 # What it does (everything on 127.0.0.1, every process it starts is stopped on exit):
 #   1. starts turnstile (--max-active 2 --max-waiting 32 --wait-ms 5000, --corpus corpus/python-summaries.jsonl,
@@ -44,7 +44,7 @@ BODY="${BODY:-$DEFAULT_BODY}"
 OUT="${OUT:-/tmp/peer-compare-$(date -u +%Y%m%dT%H%M%SZ)}"
 LOAD="$PEERS/load.sh"
 
-[ -x "$BIN" ] || { echo "missing $BIN: cargo build --release -p turnstile && cp target/release/turnstile $BIN" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "missing $BIN: cargo build --release -p turnstile-cli && cp target/release/turnstile $BIN" >&2; exit 1; }
 [ -x "$PEERS_STATE/.venv/bin/python" ] && [ -x "$PEERS_STATE/.tools/bin/oha" ] \
   || { echo "missing venv/oha in $PEERS_STATE: PEERS_STATE=$PEERS_STATE $PEERS/setup.sh --oha" >&2; exit 1; }
 [ -f "$CORPUS" ] || { echo "missing $CORPUS" >&2; exit 1; }

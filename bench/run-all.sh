@@ -6,10 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release -p turnstile
-for bench in gate plugin waiter_memory fts5_ceiling; do
-  cargo bench -p turnstile --bench "$bench"
-done
+cargo build --release -p turnstile-cli
+cargo xtask plugins   # every component at target/plugins/NAME.wasm
+cargo bench -p turnstile-gate --bench gate
+cargo bench -p turnstile-gate --bench waiter_memory
+cargo bench -p turnstile --bench plugin
+cargo bench -p turnstile-corpus --bench fts5_ceiling
 
 python3 bench/waiting-memory.py --binary target/release/turnstile --waiters 10000
 bench/swap-latency.sh

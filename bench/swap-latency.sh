@@ -3,7 +3,7 @@
 # once the candidate is read, hashed, compiled or loaded from the precompiled cache, checked,
 # smoke-tested and installed), for the default retrieval plugin, with and without the cache.
 #
-#   cargo build --release -p turnstile && bench/swap-latency.sh
+#   cargo build --release -p turnstile-cli && bench/swap-latency.sh
 #
 # Environment: TURNSTILE_BIN (target/release/turnstile), PLUGIN (target/plugins/retrieval.wasm),
 #   SWAPS (5), PORT (18090). Prints one line per swap and the median of each mode.
@@ -14,8 +14,8 @@ BIN="${TURNSTILE_BIN:-$REPO/target/release/turnstile}"
 PLUGIN="${PLUGIN:-$REPO/target/plugins/retrieval.wasm}"
 SWAPS="${SWAPS:-5}"
 PORT="${PORT:-18090}"
-[ -x "$BIN" ] || { echo "missing $BIN: cargo build --release -p turnstile" >&2; exit 1; }
-[ -f "$PLUGIN" ] || { echo "missing $PLUGIN: cargo build -p turnstile" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "missing $BIN: cargo build --release -p turnstile-cli" >&2; exit 1; }
+[ -f "$PLUGIN" ] || { echo "missing $PLUGIN: cargo xtask plugins" >&2; exit 1; }
 
 CACHE="$(mktemp -d /tmp/swap-latency.XXXXXX)"
 PID=""

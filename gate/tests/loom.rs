@@ -5,7 +5,9 @@
 //! RUSTFLAGS="--cfg loom" cargo test -p turnstile-gate --release --test loom
 //! ```
 //!
-//! (`.ci/run` does, with a target directory of its own). Under `--cfg loom` the gate's lock and
+//! (`.ci/run` does, with a target directory of its own). Each model explores every interleaving
+//! with at most [`PREEMPTIONS`] preemptions (tokio's bound for its own models: most concurrency
+//! bugs need very few; `LOOM_MAX_PREEMPTIONS` overrides it). Under `--cfg loom` the gate's lock and
 //! shared pointers are loom's (`src/sync.rs`), so the model sees every order in which its
 //! critical sections can run; a lost wake-up leaves a thread parked in `block_on`, which loom
 //! reports as a deadlock. Deadlines never fire in the model: the unit tests cover them on tokio's
@@ -21,6 +23,18 @@ use std::time::Duration;
 use loom::future::block_on;
 use loom::thread;
 use turnstile_gate::{Acquire, EventStatus, Gate, GateConfig};
+
+/// The preemption bound of every model.
+const PREEMPTIONS: usize = 2;
+
+/// Runs `f` under loom with the preemption bound (or `LOOM_MAX_PREEMPTIONS`).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(PREEMPTIONS);
+    }
+    builder.check(f);
+}
 
 fn gate(max_active: usize, max_waiting: usize) -> Gate {
     Gate::new(GateConfig::new(max_active, max_waiting, Duration::from_secs(60)).unwrap())
@@ -48,7 +62,7 @@ fn assert_idle(gate: &Gate) {
 /// the cancellation gave the promoted lease straight back. Never a leaked slot.
 #[test]
 fn cancel_races_release() {
-    loom::model(|| {
+    model(|| {
         let gate = gate(1, 1);
         let held = block_on(gate.acquire()).unwrap();
         let mut waiter = gate.acquire();
@@ -56,7 +70,6 @@ fn cancel_races_release() {
         let releaser = thread::spawn(move || drop(held));
         drop(waiter);
         releaser.join().unwrap();
-        assert_idle(&gate);
         use EventStatus::*;
         let events = statuses(&gate);
         assert!(
@@ -64,13 +77,14 @@ fn cancel_races_release() {
                 || events == [Admitted, Queued, Released, Promoted, Released],
             "{events:?}"
         );
+        assert_idle(&gate);
     });
 }
 
 /// A waiter parked on another thread is woken by the release that promotes it: no lost wake-up.
 #[test]
 fn release_promotes_and_wakes_the_waiter() {
-    loom::model(|| {
+    model(|| {
         let gate = gate(1, 1);
         let held = block_on(gate.acquire()).unwrap();
         let waiter_gate = gate.clone();
@@ -88,7 +102,7 @@ fn release_promotes_and_wakes_the_waiter() {
 /// at any time, and all the slots come back.
 #[test]
 fn two_waiters_share_one_slot() {
-    loom::model(|| {
+    model(|| {
         let gate = gate(1, 2);
         let held = block_on(gate.acquire()).unwrap();
         let workers: Vec<_> = (0..2)
