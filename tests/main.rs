@@ -6,10 +6,14 @@
 
 mod support;
 
+mod admin;
 mod check;
 mod drive;
+mod edge;
 mod fixtures;
 mod gate;
+mod hostile;
 mod http;
 mod load;
 mod swap;
+mod valid_input;

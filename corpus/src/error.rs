@@ -41,6 +41,12 @@ pub enum CorpusError {
     /// An argument is out of its documented bound.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A query ran past its time budget and was stopped.
+    #[error("the query ran past its {} ms time budget", .budget.as_millis())]
+    TimedOut {
+        /// The budget it had.
+        budget: std::time::Duration,
+    },
     /// A query failed for another reason.
     #[error("corpus query failed: {0}")]
     Query(#[from] rusqlite::Error),

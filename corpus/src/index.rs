@@ -7,7 +7,8 @@ use super::CorpusError;
 use super::document::{CorpusBytes, load_documents};
 
 /// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
-const SCHEMA_VERSION: &str = "1";
+/// 2: the `ids` table (lookups by id use an index) and the content checksum.
+const SCHEMA_VERSION: &str = "2";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -91,12 +92,15 @@ impl CorpusIndex {
         })
     }
 
-    /// The document count recorded in a cache file whose checksum and schema match, if any.
+    /// The document count recorded in a cache file that is whole and of this corpus, if any: its
+    /// recorded corpus checksum and schema match, the checksum of its content (recomputed now)
+    /// is the one recorded when it was built, and FTS5's own integrity check passes. A torn or
+    /// corrupted file is never reused: it is rebuilt.
     fn matching_cache(path: &Path, sha256: &str) -> Option<u64> {
         if !path.exists() {
             return None;
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).ok()?;
         let meta = |key: &str| -> Option<String> {
             conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .ok()
@@ -105,12 +109,34 @@ impl CorpusIndex {
             return None;
         }
         let recorded: u64 = meta("documents")?.parse().ok()?;
-        let counted: i64 = conn
-            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
-            .ok()?;
-        let counted = u64::try_from(counted).ok()?;
-        (recorded == counted).then_some(counted)
+        let (counted, content) = content_checksum(&conn).ok()?;
+        if counted != recorded || meta("content_sha256")? != content {
+            tracing::warn!(path = %path.display(), "corpus index does not match its recorded content; rebuilding");
+            return None;
+        }
+        // Checks the full-text index against the documents (read-only despite the INSERT form).
+        if let Err(e) = conn.execute("INSERT INTO docs(docs) VALUES ('integrity-check')", []) {
+            tracing::warn!(path = %path.display(), error = %e, "corpus index fails its integrity check; rebuilding");
+            return None;
+        }
+        Some(counted)
     }
+}
+
+/// The number of documents and the sha256 (hex) of their stored content, in rowid order.
+fn content_checksum(conn: &Connection) -> rusqlite::Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let mut count = 0u64;
+    let mut stmt = conn.prepare("SELECT id, kind, title, text FROM docs ORDER BY rowid")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        for i in 0..4 {
+            hasher.update(row.get_ref(i)?.as_str().unwrap_or_default().as_bytes());
+            hasher.update([0u8]);
+        }
+        count += 1;
+    }
+    Ok((count, hex::encode(hasher.finalize())))
 }
 
 fn build(path: &Path, docs: &[super::Document], sha256: &str) -> rusqlite::Result<()> {
@@ -122,19 +148,24 @@ fn build(path: &Path, docs: &[super::Document], sha256: &str) -> rusqlite::Resul
          CREATE VIRTUAL TABLE docs USING fts5(
              id UNINDEXED, kind UNINDEXED, title, text,
              tokenize = 'porter unicode61 remove_diacritics 2'
-         );",
+         );
+         CREATE TABLE ids (id TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;",
     )?;
     let tx = conn.transaction()?;
     {
         let mut insert =
             tx.prepare("INSERT INTO docs (id, kind, title, text) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut insert_id = tx.prepare("INSERT INTO ids (id, doc) VALUES (?1, ?2)")?;
         for d in docs {
             insert.execute(params![d.id, d.kind, d.title, d.text])?;
+            insert_id.execute(params![d.id, tx.last_insert_rowid()])?;
         }
+        let (_, content) = content_checksum(&tx)?;
         let mut meta = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
         meta.execute(params!["sha256", sha256])?;
         meta.execute(params!["schema", SCHEMA_VERSION])?;
         meta.execute(params!["documents", docs.len().to_string()])?;
+        meta.execute(params!["content_sha256", content])?;
     }
     tx.commit()?;
     conn.execute_batch("INSERT INTO docs(docs) VALUES ('optimize'); VACUUM;")?;
@@ -144,6 +175,33 @@ fn build(path: &Path, docs: &[super::Document], sha256: &str) -> rusqlite::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cache file that is torn or whose content was altered is rebuilt, not reused.
+    #[test]
+    fn a_corrupted_or_truncated_index_is_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let built = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        // Alter one document's stored text behind the index's back.
+        {
+            let conn = Connection::open(&built.path).unwrap();
+            conn.execute("UPDATE docs SET text = 'tampered' WHERE rowid = 1", [])
+                .unwrap();
+        }
+        let again = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        assert_eq!(again.origin, IndexOrigin::Built);
+        assert_eq!(again.documents, 2);
+        // Cut the file in half.
+        let bytes = std::fs::read(&again.path).unwrap();
+        std::fs::write(&again.path, &bytes[..bytes.len() / 2]).unwrap();
+        let third = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        assert_eq!(third.origin, IndexOrigin::Built);
+        let pool = crate::CorpusPool::new(&third, 1).unwrap();
+        let session = pool.session().unwrap();
+        assert_eq!(session.get("json.dumps").unwrap().unwrap().kind, "function");
+        drop(session);
+        let fourth = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        assert_eq!(fourth.origin, IndexOrigin::Reused);
+    }
 
     fn tiny() -> CorpusBytes {
         CorpusBytes {

@@ -1,11 +1,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, OpenFlags};
 
-use super::{CorpusError, CorpusIndex, CorpusSession};
+use super::{CorpusError, CorpusIndex, CorpusSession, SessionLimits};
 
 /// Read-only SQLite connections to one corpus index, handed out as [`CorpusSession`]s.
 ///
@@ -19,7 +20,7 @@ pub struct CorpusPool {
 
 pub(super) struct PoolInner {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Reader>>,
     max_idle: usize,
     live: AtomicUsize,
     opened_total: AtomicU64,
@@ -29,7 +30,7 @@ pub(super) struct PoolInner {
 impl CorpusPool {
     /// A pool over `index`; opens one connection now so a broken index fails at startup.
     pub fn new(index: &CorpusIndex, max_idle: usize) -> Result<Self, CorpusError> {
-        let first = open_read_only(&index.path).map_err(|source| CorpusError::Index {
+        let first = Reader::open(&index.path).map_err(|source| CorpusError::Index {
             path: index.path.clone(),
             source,
         })?;
@@ -55,11 +56,41 @@ impl CorpusPool {
             .unwrap_or(None);
         let conn = match idle {
             Some(conn) => conn,
-            None => open_read_only(&self.inner.path)?,
+            None => Reader::open(&self.inner.path)?,
         };
         self.inner.live.fetch_add(1, Ordering::SeqCst);
         self.inner.opened_total.fetch_add(1, Ordering::Relaxed);
         Ok(CorpusSession::new(conn, Arc::clone(&self.inner)))
+    }
+
+    /// The first of `ids` that is not a document of the corpus, if any: an index lookup each,
+    /// on a pooled connection, not counted as a session (it is the host checking a plugin's
+    /// answer, not a plugin reading the corpus).
+    pub fn first_unknown<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Option<&'a str>, CorpusError> {
+        let reader = match self
+            .inner
+            .idle
+            .lock()
+            .map(|mut idle| idle.pop())
+            .unwrap_or(None)
+        {
+            Some(reader) => reader,
+            None => Reader::open(&self.inner.path)?,
+        };
+        let found = reader.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached("SELECT 1 FROM ids WHERE id = ?1")?;
+            for id in ids {
+                if id.len() > SessionLimits::MAX_ID_BYTES || !stmt.exists([id])? {
+                    return Ok(Some(id));
+                }
+            }
+            Ok(None)
+        });
+        self.inner.keep_idle(reader);
+        found
     }
 
     /// Sessions open right now (0 whenever no plugin call is running).
@@ -80,8 +111,12 @@ impl CorpusPool {
 
 impl PoolInner {
     /// Called when a session closes: its connection goes back to the idle list (or is closed).
-    pub(super) fn give_back(&self, conn: Connection) {
+    pub(super) fn give_back(&self, conn: Reader) {
         self.live.fetch_sub(1, Ordering::SeqCst);
+        self.keep_idle(conn);
+    }
+
+    fn keep_idle(&self, conn: Reader) {
         if let Ok(mut idle) = self.idle.lock()
             && idle.len() < self.max_idle
         {
@@ -91,6 +126,70 @@ impl PoolInner {
 
     pub(super) fn documents(&self) -> u64 {
         self.documents
+    }
+}
+
+/// A pooled read-only connection and the deadline of the call running on it.
+pub(super) struct Reader {
+    pub(super) conn: Connection,
+    pub(super) deadline: Arc<CallDeadline>,
+}
+
+impl Reader {
+    /// Runs one query within [`SessionLimits::CALL_TIME_BUDGET`]: past it, SQLite stops the
+    /// statement and the query fails with [`CorpusError::TimedOut`].
+    pub(super) fn budgeted<T>(
+        &self,
+        query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, CorpusError> {
+        self.deadline.start(SessionLimits::CALL_TIME_BUDGET);
+        let result = query(&self.conn);
+        self.deadline.clear();
+        result.map_err(super::session::classify)
+    }
+
+    fn open(path: &Path) -> rusqlite::Result<Self> {
+        let mut conn = open_read_only(path)?;
+        let deadline = Arc::new(CallDeadline::default());
+        // SQLite calls this every 1,000 virtual-machine instructions of a statement (a few
+        // microseconds): past the call's deadline, the statement stops with SQLITE_INTERRUPT.
+        let watched = Arc::clone(&deadline);
+        conn.progress_handler(1000, Some(move || watched.passed()))?;
+        Ok(Self { conn, deadline })
+    }
+}
+
+/// When the running call's time budget ends (0: no call running). Set by the session around each
+/// query; read by SQLite's progress handler.
+#[derive(Default)]
+pub(super) struct CallDeadline {
+    /// Nanoseconds after [`CallDeadline::epoch`], or 0.
+    at: AtomicU64,
+}
+
+impl CallDeadline {
+    fn epoch() -> Instant {
+        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *EPOCH.get_or_init(Instant::now)
+    }
+
+    /// Starts a call that may run for `budget`.
+    pub(super) fn start(&self, budget: Duration) {
+        let at = (Self::epoch().elapsed() + budget).as_nanos();
+        self.at.store(
+            u64::try_from(at).unwrap_or(u64::MAX).max(1),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// The call is over.
+    pub(super) fn clear(&self) {
+        self.at.store(0, Ordering::Relaxed);
+    }
+
+    fn passed(&self) -> bool {
+        let at = self.at.load(Ordering::Relaxed);
+        at != 0 && Self::epoch().elapsed().as_nanos() >= u128::from(at)
     }
 }
 

@@ -1,8 +1,9 @@
 use std::sync::Arc;
+use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
-use super::pool::PoolInner;
+use super::pool::{PoolInner, Reader};
 use super::{CorpusError, Document};
 
 /// Bounds on what one session call accepts and returns. They answer a plugin (or a question
@@ -11,8 +12,16 @@ use super::{CorpusError, Document};
 pub struct SessionLimits;
 
 impl SessionLimits {
-    /// Longest FTS5 expression accepted, in bytes.
-    pub const MAX_EXPRESSION_BYTES: usize = 1000;
+    /// Longest FTS5 expression accepted, in bytes: room for the default plugin's longest
+    /// expression (32 terms of at most 48 characters, quoted, joined with ` OR `: 6,332 bytes).
+    pub const MAX_EXPRESSION_BYTES: usize = 8192;
+    /// Most terms (quoted strings and bare words, operators aside) in one expression: what a
+    /// query costs grows with its terms, so the bound is on them, not only on bytes.
+    pub const MAX_EXPRESSION_TERMS: usize = 64;
+    /// How long one host call may run in SQLite before it is stopped with
+    /// [`CorpusError::TimedOut`]: the serving engine never interrupts a plugin, so a costly
+    /// expression (prefix terms, `NEAR` over many terms) is bounded here instead.
+    pub const CALL_TIME_BUDGET: Duration = Duration::from_millis(250);
     /// Most candidates one search returns (larger limits are clamped).
     pub const MAX_CANDIDATES: u32 = 50;
     /// Longest id accepted by `get`, in bytes.
@@ -53,9 +62,13 @@ pub struct Ranked {
 /// back to the pool); it can never outlive the plugin call that opened it, because the call's
 /// store owns it.
 pub struct CorpusSession {
-    conn: Option<Connection>,
+    conn: Option<Reader>,
     pool: Arc<PoolInner>,
 }
+
+/// Looking a document up by id goes through the `ids` table (an index), never a scan of `docs`.
+const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text \
+     FROM ids JOIN docs AS d ON d.rowid = ids.doc WHERE ids.id = ?1";
 
 const SEARCH_SQL: &str = "SELECT id, title, snippet(docs, 3, '[', ']', '…', 24), \
      bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
@@ -71,53 +84,63 @@ const SNIPPET_SQL: &str = "SELECT snippet(docs, 3, '[', ']', '…', 24) \
      FROM docs WHERE docs MATCH ?1 AND rowid = ?2";
 
 impl CorpusSession {
-    pub(super) fn new(conn: Connection, pool: Arc<PoolInner>) -> Self {
+    pub(super) fn new(conn: Reader, pool: Arc<PoolInner>) -> Self {
         Self {
             conn: Some(conn),
             pool,
         }
     }
 
-    fn conn(&self) -> &Connection {
+    fn reader(&self) -> &Reader {
         // Only `Drop` takes the connection out, so it is always here while `self` is usable.
         self.conn
             .as_ref()
             .unwrap_or_else(|| unreachable!("session used after close"))
     }
 
+    /// Runs one query within [`SessionLimits::CALL_TIME_BUDGET`].
+    fn budgeted<T>(
+        &self,
+        query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, CorpusError> {
+        self.reader().budgeted(query)
+    }
+
     /// bm25-ranked full-text search, best first. `limit` is clamped to 1..=50.
     pub fn search(&self, expression: &str, limit: u32) -> Result<Vec<Candidate>, CorpusError> {
         check_expression(expression)?;
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
-        let mut stmt = self.conn().prepare_cached(SEARCH_SQL)?;
-        let rows = stmt.query_map(params![expression, limit], |r| {
-            Ok(Candidate {
-                id: r.get(0)?,
-                title: truncate(r.get(1)?, SessionLimits::MAX_TITLE_BYTES),
-                snippet: truncate(r.get(2)?, SessionLimits::MAX_SNIPPET_BYTES),
-                rank: r.get(3)?,
-            })
-        });
-        let collect = || -> rusqlite::Result<Vec<Candidate>> { rows?.collect() };
-        collect().map_err(classify)
+        self.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(SEARCH_SQL)?;
+            let rows = stmt.query_map(params![expression, limit], |r| {
+                Ok(Candidate {
+                    id: r.get(0)?,
+                    title: truncate(r.get(1)?, SessionLimits::MAX_TITLE_BYTES),
+                    snippet: truncate(r.get(2)?, SessionLimits::MAX_SNIPPET_BYTES),
+                    rank: r.get(3)?,
+                })
+            })?;
+            rows.collect()
+        })
     }
 
     /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.
     pub fn rank(&self, expression: &str, limit: u32) -> Result<Vec<Ranked>, CorpusError> {
         check_expression(expression)?;
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
-        let mut stmt = self.conn().prepare_cached(RANK_SQL)?;
-        let rows = stmt.query_map(params![expression, limit], |r| {
-            Ok(Ranked {
-                // Rowids of this index are positive.
-                doc: r.get::<_, i64>(0)?.unsigned_abs(),
-                id: r.get(1)?,
-                title: truncate(r.get(2)?, SessionLimits::MAX_TITLE_BYTES),
-                rank: r.get(3)?,
-            })
-        });
-        let collect = || -> rusqlite::Result<Vec<Ranked>> { rows?.collect() };
-        collect().map_err(classify)
+        self.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(RANK_SQL)?;
+            let rows = stmt.query_map(params![expression, limit], |r| {
+                Ok(Ranked {
+                    // Rowids of this index are positive.
+                    doc: r.get::<_, i64>(0)?.unsigned_abs(),
+                    id: r.get(1)?,
+                    title: truncate(r.get(2)?, SessionLimits::MAX_TITLE_BYTES),
+                    rank: r.get(3)?,
+                })
+            })?;
+            rows.collect()
+        })
     }
 
     /// The snippet [`Self::search`] would give document `doc` for `expression`, or `None` when
@@ -128,11 +151,12 @@ impl CorpusSession {
         let Ok(rowid) = i64::try_from(doc) else {
             return Ok(None);
         };
-        let mut stmt = self.conn().prepare_cached(SNIPPET_SQL)?;
-        stmt.query_row(params![expression, rowid], |r| r.get::<_, String>(0))
-            .optional()
-            .map(|s| s.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES)))
-            .map_err(classify)
+        self.budgeted(|conn| {
+            conn.prepare_cached(SNIPPET_SQL)?
+                .query_row(params![expression, rowid], |r| r.get::<_, String>(0))
+                .optional()
+                .map(|s| s.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES)))
+        })
     }
 
     /// The document with this id, if any.
@@ -143,19 +167,18 @@ impl CorpusSession {
                 SessionLimits::MAX_ID_BYTES
             )));
         }
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT id, kind, title, text FROM docs WHERE id = ?1 LIMIT 1")?;
-        Ok(stmt
-            .query_row([id], |r| {
-                Ok(Document {
-                    id: r.get(0)?,
-                    kind: r.get(1)?,
-                    title: r.get(2)?,
-                    text: r.get(3)?,
+        self.budgeted(|conn| {
+            conn.prepare_cached(GET_SQL)?
+                .query_row([id], |r| {
+                    Ok(Document {
+                        id: r.get(0)?,
+                        kind: r.get(1)?,
+                        title: r.get(2)?,
+                        text: r.get(3)?,
+                    })
                 })
-            })
-            .optional()?)
+                .optional()
+        })
     }
 
     /// Documents in the corpus (recorded when the index was built).
@@ -173,9 +196,15 @@ impl Drop for CorpusSession {
 }
 
 /// A MATCH expression that FTS5 cannot parse surfaces as a plain `SQLITE_ERROR` while stepping
-/// (e.g. `fts5: syntax error near "("`, `no such column: x`); anything else is a real failure.
-fn classify(error: rusqlite::Error) -> CorpusError {
+/// (e.g. `fts5: syntax error near "("`, `no such column: x`); a query stopped by the progress
+/// handler as `SQLITE_INTERRUPT`; anything else is a real failure.
+pub(super) fn classify(error: rusqlite::Error) -> CorpusError {
     match &error {
+        rusqlite::Error::SqliteFailure(e, _) if e.code == ErrorCode::OperationInterrupted => {
+            CorpusError::TimedOut {
+                budget: SessionLimits::CALL_TIME_BUDGET,
+            }
+        }
         rusqlite::Error::SqliteFailure(e, msg) if e.code == ErrorCode::Unknown => {
             CorpusError::BadExpression(msg.clone().unwrap_or_else(|| e.to_string()))
         }
@@ -195,7 +224,8 @@ fn truncate(mut s: String, max: usize) -> String {
     s
 }
 
-/// An expression must be 1..=`MAX_EXPRESSION_BYTES` bytes and not blank.
+/// An expression must be 1..=`MAX_EXPRESSION_BYTES` bytes, not blank, and have at most
+/// `MAX_EXPRESSION_TERMS` terms.
 fn check_expression(expression: &str) -> Result<(), CorpusError> {
     if expression.trim().is_empty() || expression.len() > SessionLimits::MAX_EXPRESSION_BYTES {
         return Err(CorpusError::InvalidArgument(format!(
@@ -203,7 +233,52 @@ fn check_expression(expression: &str) -> Result<(), CorpusError> {
             SessionLimits::MAX_EXPRESSION_BYTES
         )));
     }
+    let terms = count_terms(expression);
+    if terms > SessionLimits::MAX_EXPRESSION_TERMS {
+        return Err(CorpusError::InvalidArgument(format!(
+            "expression has {terms} terms; at most {} are allowed",
+            SessionLimits::MAX_EXPRESSION_TERMS
+        )));
+    }
     Ok(())
+}
+
+/// Terms of an FTS5 expression as its grammar sees them: each quoted string (`""` escapes a
+/// quote) and each bare word counts once; the operators `AND`, `OR`, `NOT`, `NEAR` and the
+/// punctuation `( ) : ^ * , +` do not. A malformed expression is counted all the same (FTS5
+/// refuses it afterwards).
+fn count_terms(expression: &str) -> usize {
+    let mut terms = 0;
+    let mut chars = expression.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            terms += 1;
+            while let Some(c) = chars.next() {
+                if c == '"' {
+                    if chars.peek() == Some(&'"') {
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+            }
+        } else if c.is_whitespace() || "():^*,+{}-".contains(c) {
+            continue;
+        } else {
+            let mut word = String::from(c);
+            while let Some(&next) = chars.peek() {
+                if next.is_whitespace() || "\"():^*,+{}-".contains(next) {
+                    break;
+                }
+                word.push(next);
+                chars.next();
+            }
+            if !matches!(word.as_str(), "AND" | "OR" | "NOT" | "NEAR") {
+                terms += 1;
+            }
+        }
+    }
+    terms
 }
 
 #[cfg(test)]
@@ -289,11 +364,63 @@ mod tests {
             Err(CorpusError::InvalidArgument(_))
         ));
         assert!(matches!(
-            s.search(&"a".repeat(1001), 5),
+            s.search(&"a".repeat(SessionLimits::MAX_EXPRESSION_BYTES + 1), 5),
             Err(CorpusError::InvalidArgument(_))
         ));
+        // Bounded by terms, not only bytes: 65 short terms are refused, 64 are not.
+        let terms = |n: usize| vec!["\"a\""; n].join(" OR ");
+        assert!(matches!(
+            s.search(&terms(65), 5),
+            Err(CorpusError::InvalidArgument(m)) if m.contains("65 terms")
+        ));
+        assert!(s.search(&terms(64), 5).is_ok());
         // The session still works after errors.
         assert_eq!(s.search("json", 5).unwrap().len(), 1);
+        drop(s);
+        dir.close().unwrap();
+    }
+
+    #[test]
+    fn terms_are_counted_as_fts5_sees_them() {
+        assert_eq!(count_terms("\"parse\" OR \"command\""), 2);
+        assert_eq!(count_terms("a* AND b NOT c"), 3);
+        assert_eq!(count_terms("NEAR(a b c, 5)"), 4);
+        assert_eq!(count_terms("title:json ^x"), 3);
+        assert_eq!(count_terms("\"he said \"\"hi\"\"\" x"), 2);
+        assert_eq!(count_terms("\"unterminated"), 1);
+    }
+
+    /// A costly expression (many prefix terms, each matching most documents) is stopped by the
+    /// time budget with a typed error, and the connection serves the next query as before.
+    #[test]
+    fn a_query_past_its_time_budget_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        // 2,000 documents of 60 distinct words, every one starting with "a": each `a*` term
+        // expands to 120,000 terms.
+        let jsonl: String = (0..2000)
+            .map(|d| {
+                let text: Vec<String> = (0..60).map(|w| format!("a{d}x{w}")).collect();
+                format!(
+                    r#"{{"id":"d{d}","kind":"module","title":"d{d}","text":"{}"}}"#,
+                    text.join(" ")
+                ) + "\n"
+            })
+            .collect();
+        let corpus = CorpusBytes {
+            name: "t".into(),
+            jsonl: jsonl.into_bytes(),
+        };
+        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
+        let pool = CorpusPool::new(&index, 1).unwrap();
+        let s = pool.session().unwrap();
+        let costly = vec!["a*"; 64].join(" ");
+        match s.search(&costly, 50) {
+            Err(CorpusError::TimedOut { budget }) => {
+                assert_eq!(budget, SessionLimits::CALL_TIME_BUDGET)
+            }
+            other => panic!("a costly expression gave {other:?}"),
+        }
+        assert_eq!(s.search("\"d1\"", 5).unwrap().len(), 1);
         drop(s);
         dir.close().unwrap();
     }

@@ -1,11 +1,13 @@
 //! A loom model of the gate's races: acquire, cancel, promote and release, run under every
-//! interleaving loom explores (its default preemption bound). Run with
+//! interleaving loom explores up to a preemption bound. Run with
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" cargo test -p turnstile-gate --release --test loom
+//! CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="--cfg loom" \
+//!     cargo test -p turnstile-gate --target x86_64-unknown-linux-gnu --test loom
 //! ```
 //!
-//! (`.ci/run` does, with a target directory of its own). Each model explores every interleaving
+//! (`.ci/run` does; the explicit `--target` keeps `--cfg loom` off build scripts and
+//! proc-macros, which `RUSTFLAGS` would also reach). Each model explores every interleaving
 //! with at most [`PREEMPTIONS`] preemptions (tokio's bound for its own models: most concurrency
 //! bugs need very few; `LOOM_MAX_PREEMPTIONS` overrides it). Under `--cfg loom` the gate's lock and
 //! shared pointers are loom's (`src/sync.rs`), so the model sees every order in which its

@@ -42,6 +42,7 @@ fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
         max_instances: 4,
         cache_dir: Some(cache.join("plugins")),
         pooling,
+        call_deadline: None,
     })
     .expect("plugin runtime");
     eprintln!(

@@ -37,6 +37,22 @@ pub enum SwapError {
     /// No corpus connections could be opened for the candidate.
     #[error("corpus_unavailable: {0}")]
     Corpus(#[source] CorpusError),
+    /// The server is pinned and the swap did not name the sha256 it installs.
+    #[error(
+        "sha256_required: the served plugin is pinned to {pinned}; a swap must give the sha256 of its candidate"
+    )]
+    PinRequired {
+        /// The current pin.
+        pinned: Sha256Hex,
+    },
+    /// A smoke call did not return within the conformance call deadline.
+    #[error("timeout: {check}: {observed}")]
+    Timeout {
+        /// The check whose call timed out.
+        check: String,
+        /// What it observed.
+        observed: String,
+    },
     /// It loaded but failed the smoke subset of `turnstile check`.
     #[error("smoke_failed: {check}: {observed}")]
     SmokeFailed {
@@ -53,8 +69,10 @@ impl SwapError {
         match self {
             Self::Unreadable(_) => "plugin_unreadable",
             Self::Sha256Mismatch { .. } => "sha256_mismatch",
+            Self::PinRequired { .. } => "sha256_required",
             Self::Incompatible(_) => "incompatible_plugin",
             Self::Corpus(_) => "corpus_unavailable",
+            Self::Timeout { .. } => "timeout",
             Self::SmokeFailed { .. } => "smoke_failed",
         }
     }
@@ -72,33 +90,63 @@ pub struct Swapped {
     pub smoke: Vec<Check>,
 }
 
+/// What asked for a swap, which decides the sha256 rule.
+///
+/// The rule, the same on every path: once any plugin was installed with a pin (`--plugin-sha256`
+/// at startup, or an admin swap that names a `sha256`), the server is pinned. A reload (SIGHUP)
+/// must then find the file matching the current pin; an admin swap must name the sha256 of its
+/// candidate, which becomes the pin. An unpinned server swaps freely.
+#[derive(Debug, Clone)]
+pub enum Trigger {
+    /// SIGHUP: reload the serving generation's source, under the current pin.
+    Reload,
+    /// `POST /admin/plugin`, with the sha256 the request names, if any.
+    Admin {
+        /// The candidate's expected sha256; it becomes the pin.
+        sha256: Option<Sha256Hex>,
+    },
+}
+
 /// What a swap needs, shared by `serve`, SIGHUP and `/admin/plugin`.
 pub struct HotSwap {
     slot: Arc<PluginSlot>,
     runtime: Arc<PluginRuntime>,
+    conformance: Arc<PluginRuntime>,
     corpus: Arc<CorpusIndex>,
     default_config: PluginConfig,
     idle_connections: usize,
+    pin: std::sync::Mutex<Option<Sha256Hex>>,
 }
 
 impl HotSwap {
-    /// Swaps into `slot`, compiling with `runtime`; each candidate gets its own pool of at most
-    /// `idle_connections` idle connections over `corpus`, and `default_config` unless the swap
-    /// names its own.
+    /// Swaps into `slot`, compiling with `runtime`; a candidate's smoke checks run on
+    /// `conformance` (a runtime with a call deadline: conformance work is not serving, so a
+    /// looping or hung candidate is stopped there and refused). Each candidate gets its own pool
+    /// of at most `idle_connections` idle connections over `corpus`, and `default_config` unless
+    /// the swap names its own.
     pub fn new(
         slot: Arc<PluginSlot>,
         runtime: Arc<PluginRuntime>,
+        conformance: Arc<PluginRuntime>,
         corpus: Arc<CorpusIndex>,
         default_config: PluginConfig,
         idle_connections: usize,
+        pin: Option<Sha256Hex>,
     ) -> Self {
         Self {
             slot,
             runtime,
+            conformance,
             corpus,
             default_config,
             idle_connections,
+            pin: std::sync::Mutex::new(pin),
         }
+    }
+
+    /// The sha256 every install must match now, if the server is pinned.
+    pub fn pin(&self) -> Option<Sha256Hex> {
+        self.pin.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The slot swaps install into.
@@ -111,38 +159,71 @@ impl HotSwap {
     pub fn swap(
         &self,
         source: PluginSource,
-        expected_sha256: Option<&Sha256Hex>,
+        trigger: Trigger,
         config: Option<PluginConfig>,
     ) -> Result<Swapped, SwapError> {
         let started = Instant::now();
         let _one_at_a_time = self.slot.begin_swap();
         let previous = self.slot.current();
+        let pinned = self.pin();
+        let expected = match (&trigger, pinned) {
+            (Trigger::Reload, pinned) => pinned,
+            (
+                Trigger::Admin {
+                    sha256: Some(given),
+                },
+                _,
+            ) => Some(given.clone()),
+            (Trigger::Admin { sha256: None }, Some(pinned)) => {
+                return Err(SwapError::PinRequired { pinned });
+            }
+            (Trigger::Admin { sha256: None }, None) => None,
+        };
+        let expected_sha256 = expected.as_ref();
         let config = config.unwrap_or_else(|| self.default_config.clone());
         // The candidate gets its own pool over the same index, so its smoke checks count only
         // its own sessions, not those of the traffic the current generation serves meanwhile.
         let pool =
             CorpusPool::new(&self.corpus, self.idle_connections).map_err(SwapError::Corpus)?;
-        let candidate =
-            Plugin::load(&self.runtime, &source, config, pool).map_err(|e| match e {
-                PluginError::Read { .. } => SwapError::Unreadable(e),
-                other => SwapError::Incompatible(other),
-            })?;
+        let refused = |e: PluginError| match e {
+            PluginError::Read { .. } => SwapError::Unreadable(e),
+            other => SwapError::Incompatible(other),
+        };
+        let bytes = source.read().map_err(refused)?;
+        let actual = crate::plugin::sha256_hex(&bytes);
         if let Some(expected) = expected_sha256
-            && candidate.sha256() != expected.as_str()
+            && actual != expected.as_str()
         {
             return Err(SwapError::Sha256Mismatch {
                 expected: expected.clone(),
-                actual: candidate.sha256().to_owned(),
+                actual,
             });
         }
-        let smoke = smoke(&candidate);
+        // The smoke checks run on the conformance runtime, then the same bytes are loaded for
+        // serving (the two engines compile differently: only one has epoch interruption).
+        let trial = Plugin::from_bytes(
+            &self.conformance,
+            &source,
+            &bytes,
+            config.clone(),
+            pool.clone(),
+        )
+        .map_err(refused)?;
+        let smoke = smoke(&Arc::new(trial));
         if let Some(failed) = smoke.iter().find(|c| !c.passed) {
-            return Err(SwapError::SmokeFailed {
-                check: failed.name.clone(),
-                observed: failed.observed.clone(),
+            let (check, observed) = (failed.name.clone(), failed.observed.clone());
+            return Err(if observed.starts_with("timeout") {
+                SwapError::Timeout { check, observed }
+            } else {
+                SwapError::SmokeFailed { check, observed }
             });
         }
+        let candidate =
+            Plugin::from_bytes(&self.runtime, &source, &bytes, config, pool).map_err(refused)?;
         let generation = self.slot.install(candidate, source);
+        if let Some(new_pin) = expected {
+            *self.pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(new_pin);
+        }
         let elapsed = started.elapsed();
         tracing::info!(
             generation = generation.number,

@@ -54,6 +54,8 @@ where
 pub struct TestServer {
     pub addr: SocketAddr,
     pub state: AppState,
+    /// Connections open now, as the edge counts them.
+    pub connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     pub client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
@@ -68,7 +70,10 @@ struct Wrapper {
 /// `serve` flags as on the command line, with the shared cache directory.
 pub fn args(flags: &[&str]) -> ServeArgs {
     let cache = cache_dir().display().to_string();
-    let mut argv = vec!["serve", "--cache-dir", cache.as_str()];
+    let mut argv = vec!["serve"];
+    if !flags.contains(&"--cache-dir") {
+        argv.extend(["--cache-dir", cache.as_str()]);
+    }
     argv.extend_from_slice(flags);
     Wrapper::try_parse_from(argv).unwrap().serve
 }
@@ -96,6 +101,7 @@ impl TestServer {
         ));
         Self {
             addr,
+            connections: state.connections.clone(),
             state,
             client: reqwest::Client::new(),
             stop: Some(stop),

@@ -11,6 +11,12 @@ use clap::Args;
 
 pub use suite::{Check, Report, Subset, run_suite, smoke};
 
+/// The default latency bound of one plugin call in conformance work (`turnstile check`, a swap's
+/// smoke checks): a call still running past it fails with `timeout`. Generous for a retrieval
+/// plugin (the default plugin answers in a few milliseconds), short enough that a hung
+/// candidate is refused quickly.
+pub const CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Flags of `turnstile check`.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
@@ -24,6 +30,12 @@ pub struct CheckArgs {
     /// A `KEY=VALUE` setting for the plugin's `config` import (repeatable).
     #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::plugin::parse_config_entry)]
     pub plugin_config: Vec<(String, String)>,
+
+    /// Longest a single call of the plugin may take, in milliseconds (1..=60000); a call still
+    /// running then is stopped and fails its check with `timeout`.
+    #[arg(long = "call-deadline-ms", default_value_t = CALL_DEADLINE.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub call_deadline_ms: u64,
 
     /// Directory for the corpus index (default: `$XDG_CACHE_HOME/turnstile` or
     /// `~/.cache/turnstile`).
@@ -40,15 +52,13 @@ pub struct CheckArgs {
 pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
     let config = crate::plugin::plugin_config(args.plugin_config.iter().cloned())
         .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
-    let cache_dir = args
-        .cache_dir
-        .clone()
-        .unwrap_or_else(crate::cache::default_cache_dir);
+    let cache = crate::cache::Cache::open(args.cache_dir.as_deref())?;
     let report = run_suite(
         &args.plugin,
         config,
         args.memory_limit_mib as usize * 1024 * 1024,
-        &cache_dir,
+        &cache.index_dir(),
+        std::time::Duration::from_millis(args.call_deadline_ms),
         Subset::Full,
     )?;
     if args.json {

@@ -1,7 +1,8 @@
 //! The checks themselves. Each produces one [`Check`]: what was expected, what happened, time.
 
 use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -10,8 +11,8 @@ use wasmtime::component::Component;
 use super::probes;
 use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
 use crate::plugin::{
-    Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, RuntimeOptions, Source,
-    contract,
+    MAX_TABLE_ELEMENTS, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource,
+    RuntimeOptions, Source, contract,
 };
 
 /// How much of the suite to run.
@@ -20,7 +21,8 @@ pub enum Subset {
     /// Everything.
     Full,
     /// The contract, two probes, determinism, two adversarial questions, hygiene: what a hot
-    /// swap requires before a candidate may serve.
+    /// swap requires before a candidate may serve. Every call is bounded by the conformance
+    /// runtime's call deadline.
     Smoke,
 }
 
@@ -75,9 +77,17 @@ impl Report {
 
 struct Suite {
     checks: Vec<Check>,
+    /// Stop at the first failure (a swap's smoke checks: one failure refuses the candidate, and
+    /// a hung candidate should cost one call deadline, not one per check).
+    fail_fast: bool,
 }
 
 impl Suite {
+    /// Whether the run should stop here.
+    fn stopped(&self) -> bool {
+        self.fail_fast && self.checks.iter().any(|c| !c.passed)
+    }
+
     fn record(
         &mut self,
         name: impl Into<String>,
@@ -99,27 +109,10 @@ impl Suite {
     }
 }
 
-/// Checks one probe answer against the contract: within `limit`, ids in the corpus, scores
-/// finite and best-first (the host's own bounds on titles and snippets apply in `retrieve`).
-fn check_sources(sources: &[Source], limit: u32, pool: &CorpusPool) -> Result<String, String> {
-    if sources.len() > limit as usize {
-        return Err(format!("{} sources for limit {limit}", sources.len()));
-    }
-    let session = pool.session().map_err(|e| e.to_string())?;
-    for s in sources {
-        if session.get(&s.id).map_err(|e| e.to_string())?.is_none() {
-            return Err(format!("id {:?} is not in the corpus", s.id));
-        }
-        if !s.score.is_finite() {
-            return Err(format!("score of {:?} is {}", s.id, s.score));
-        }
-    }
-    if let Some(w) = sources.windows(2).find(|w| w[1].score > w[0].score) {
-        return Err(format!(
-            "scores increase: {} then {}",
-            w[0].score, w[1].score
-        ));
-    }
+/// What a probe answer looked like. The answer has passed the host's own checks of what the
+/// contract promises (at most `limit` sources, ids of the corpus, finite best-first scores,
+/// bounded titles and snippets): the same rules serving applies, so `check` and serving agree.
+fn summary(sources: &[Source]) -> Result<String, String> {
     let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).take(3).collect();
     Ok(format!("{} sources, top {:?}", sources.len(), ids))
 }
@@ -129,25 +122,30 @@ pub fn run_suite(
     path: &Path,
     config: PluginConfig,
     memory_limit: usize,
-    cache_dir: &Path,
+    index_dir: &Path,
+    call_deadline: Duration,
     subset: Subset,
 ) -> anyhow::Result<Report> {
     let bytes =
         std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let corpus = read_corpus(None)?;
-    let index = CorpusIndex::open_or_build(&corpus, &cache_dir.join("index"))?;
+    let index = CorpusIndex::open_or_build(&corpus, index_dir)?;
     let pool = CorpusPool::new(&index, 4)?;
     let runtime = PluginRuntime::new(RuntimeOptions {
         memory_limit,
         max_instances: 4,
         cache_dir: None,
         pooling: false,
+        call_deadline: Some(call_deadline),
     })?;
-    let mut suite = Suite { checks: Vec::new() };
+    let mut suite = Suite {
+        checks: Vec::new(),
+        fail_fast: false,
+    };
     // Behaviour is only checked on a component that fits the contract.
-    if let Some(plugin) = check_contract(path, &bytes, config, pool.clone(), &runtime, &mut suite) {
-        check_behaviour(&plugin, &pool, subset, &mut suite);
+    if let Some(plugin) = check_contract(path, &bytes, config, pool, &runtime, &mut suite) {
+        check_behaviour(&Arc::new(plugin), subset, &mut suite);
     }
     Ok(report(path, sha256, suite))
 }
@@ -165,9 +163,12 @@ fn report(path: &Path, sha256: String, suite: Suite) -> Report {
 
 /// The smoke subset's behaviour and hygiene checks on an already loaded plugin (a hot swap
 /// runs them on its candidate before installing it).
-pub fn smoke(plugin: &Plugin) -> Vec<Check> {
-    let mut suite = Suite { checks: Vec::new() };
-    check_behaviour(plugin, plugin.corpus(), Subset::Smoke, &mut suite);
+pub fn smoke(plugin: &Arc<Plugin>) -> Vec<Check> {
+    let mut suite = Suite {
+        checks: Vec::new(),
+        fail_fast: true,
+    };
+    check_behaviour(plugin, Subset::Smoke, &mut suite);
     suite.checks
 }
 
@@ -268,23 +269,25 @@ fn describe(result: &Result<Vec<Source>, PluginError>) -> String {
     }
 }
 
-fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &mut Suite) {
+fn check_behaviour(plugin: &Arc<Plugin>, subset: Subset, suite: &mut Suite) {
     let (questions, adversarial) = match subset {
         Subset::Full => (probes::QUESTIONS.len(), usize::MAX),
         Subset::Smoke => (2, 2),
     };
     let mut peak_memory = 0usize;
     let mut requested_memory = 0usize;
+    let mut requested_table = 0usize;
     let mut call = |question: &str, limit: u32| {
-        let (result, stats) = plugin.retrieve_metered(question, limit, 0);
+        let (result, stats) = plugin.retrieve_bounded(question, limit);
         peak_memory = peak_memory.max(stats.peak_memory);
         requested_memory = requested_memory.max(stats.requested_memory);
+        requested_table = requested_table.max(stats.requested_table_elements);
         result
     };
     for (i, question) in probes::QUESTIONS.iter().take(questions).enumerate() {
         let started = Instant::now();
         let outcome = match call(question, 5) {
-            Ok(sources) => check_sources(&sources, 5, pool),
+            Ok(sources) => summary(&sources),
             Err(e) => Err(describe(&Err(e))),
         };
         suite.record(
@@ -293,6 +296,9 @@ fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &m
             started,
             outcome,
         );
+        if suite.stopped() {
+            return;
+        }
     }
     let started = Instant::now();
     let first = call(probes::QUESTIONS[0], 5);
@@ -316,11 +322,14 @@ fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &m
             Err(format!("{} vs {}", describe(&first), describe(&second)))
         },
     );
+    if suite.stopped() {
+        return;
+    }
     if subset == Subset::Full {
         for limit in [1u32, 20] {
             let started = Instant::now();
             let outcome = match call(probes::QUESTIONS[1], limit) {
-                Ok(sources) => check_sources(&sources, limit, pool),
+                Ok(sources) => summary(&sources),
                 Err(e) => Err(describe(&Err(e))),
             };
             suite.record(
@@ -335,7 +344,7 @@ fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &m
         let started = Instant::now();
         let result = call(&question, 5);
         let outcome = match &result {
-            Ok(sources) => check_sources(sources, 5, pool),
+            Ok(sources) => summary(sources),
             Err(PluginError::Guest(_)) => Ok(format!("typed error: {}", describe(&result))),
             Err(_) => Err(describe(&result)),
         };
@@ -345,6 +354,9 @@ fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &m
             started,
             outcome,
         );
+        if suite.stopped() {
+            return;
+        }
     }
     // No check of open corpus sessions: they live in the call's store, which the host drops
     // when the call ends, so a plugin cannot leak one and such a check could never fail.
@@ -355,16 +367,21 @@ fn check_behaviour(plugin: &Plugin, pool: &CorpusPool, subset: Subset, suite: &m
     // fails here even when the refusal did not make a probe fail.
     suite.record(
         "hygiene.memory",
-        &format!("linear memory asked for ≤ {} MiB", cap >> 20),
+        &format!(
+            "linear memory asked for ≤ {} MiB, tables ≤ {MAX_TABLE_ELEMENTS} elements",
+            cap >> 20
+        ),
         started,
-        if requested_memory <= cap {
-            Ok(format!("peak {:.1} MiB", mib(peak_memory)))
-        } else {
+        if requested_memory > cap {
             Err(format!(
                 "asked for {:.1} MiB (granted at most {:.1} MiB)",
                 mib(requested_memory),
                 mib(peak_memory)
             ))
+        } else if requested_table > MAX_TABLE_ELEMENTS {
+            Err(format!("asked for a table of {requested_table} elements"))
+        } else {
+            Ok(format!("peak {:.1} MiB", mib(peak_memory)))
         },
     );
 }

@@ -1,22 +1,34 @@
 //! Operator endpoints: `POST /admin/plugin` swaps the served plugin; access is checked by
 //! [`require_admin`] for these and for `/state` when the server listens beyond loopback.
+//!
+//! Nothing is trusted by accident: a browser page cannot drive them (an `Origin` that is not the
+//! server's own is refused, and a swap needs `Content-Type: application/json`, which a page can
+//! only send after a CORS preflight this server never grants); without a token they answer
+//! loopback peers only, and only under a loopback `Host` (a DNS-rebinding page names its own
+//! host). Behind a reverse proxy every client looks local: set a token there.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::body::read_body;
 use super::{ApiError, AppState};
 use crate::plugin::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config};
+use crate::swap::Trigger;
 
-/// Lets a request through only if the admin policy allows its peer and credentials.
+/// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
+pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;
+
+/// Lets a request through only if the admin policy allows its peer, origin, host and
+/// credentials.
 pub async fn require_admin(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -27,8 +39,26 @@ pub async fn require_admin(
     if is_state && !state.admin.protect_state {
         return next.run(request).await;
     }
-    let authorization = request
-        .headers()
+    let headers = request.headers();
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !same_origin(origin.as_bytes(), headers)
+    {
+        tracing::warn!(%peer, path = request.uri().path(), "admin request from another origin refused");
+        return ApiError::Forbidden {
+            code: "cross_origin",
+            detail: "admin endpoints refuse requests from other origins (a browser page)".into(),
+        }
+        .into_response();
+    }
+    if state.admin.token.is_none() && !loopback_host(headers) {
+        tracing::warn!(%peer, path = request.uri().path(), "admin request with a non-loopback Host refused");
+        return ApiError::Forbidden {
+            code: "host_not_allowed",
+            detail: "without --admin-token, admin endpoints answer only requests addressed to a loopback host".into(),
+        }
+        .into_response();
+    }
+    let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     if state.admin.allows(peer.ip(), authorization) {
@@ -38,6 +68,32 @@ pub async fn require_admin(
         tracing::warn!(%peer, path = request.uri().path(), "admin access refused");
         ApiError::Unauthorized.into_response()
     }
+}
+
+/// Whether `Origin` names the origin the request was sent to (`http://` + its `Host`).
+fn same_origin(origin: &[u8], headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST) else {
+        return false;
+    };
+    origin
+        .strip_prefix(b"http://")
+        .is_some_and(|rest| rest.eq_ignore_ascii_case(host.as_bytes()))
+}
+
+/// Whether the `Host` header names a loopback host: `localhost`, `127.0.0.0/8` or `[::1]`,
+/// with or without a port.
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `POST /admin/plugin` body.
@@ -89,8 +145,17 @@ impl<'de> Deserialize<'de> for ConfigEntries {
 /// `POST /admin/plugin`: replace the served plugin without a restart.
 pub async fn swap_plugin(
     State(state): State<AppState>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
+    if !super::retrieve::is_json(&headers) {
+        return Err(ApiError::invalid(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as JSON with `Content-Type: application/json`",
+        ));
+    }
+    let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
     let request: SwapRequest = serde_json::from_slice(&body).map_err(|e| {
         ApiError::unprocessable(
             "invalid_swap_request",
@@ -110,7 +175,8 @@ pub async fn swap_plugin(
     };
     let source = PluginSource::File(request.path.into());
     let swap = Arc::clone(&state.swap);
-    let outcome = tokio::task::spawn_blocking(move || swap.swap(source, expected.as_ref(), config))
+    let trigger = Trigger::Admin { sha256: expected };
+    let outcome = tokio::task::spawn_blocking(move || swap.swap(source, trigger, config))
         .await
         .map_err(|_| ApiError::Internal { request_id: 0 })?;
     match outcome {
@@ -134,5 +200,47 @@ pub async fn swap_plugin(
                 detail: error.to_string(),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        for host in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:1",
+            "127.9.9.9",
+            "[::1]:8080",
+            "[::1]",
+        ] {
+            assert!(loopback_host(&headers(&[(header::HOST, host)])), "{host}");
+        }
+        for host in [
+            "example.com",
+            "evil.example:8080",
+            "10.0.0.1:80",
+            "localhost.evil.example",
+            "",
+        ] {
+            assert!(!loopback_host(&headers(&[(header::HOST, host)])), "{host}");
+        }
+        assert!(!loopback_host(&HeaderMap::new()));
+        let local = headers(&[(header::HOST, "127.0.0.1:8080")]);
+        assert!(same_origin(b"http://127.0.0.1:8080", &local));
+        assert!(!same_origin(b"http://evil.example", &local));
+        assert!(!same_origin(b"null", &local));
+        assert!(!same_origin(b"https://127.0.0.1:8080", &local));
     }
 }

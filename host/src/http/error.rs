@@ -12,9 +12,20 @@ pub enum ApiError {
     /// The request is refused before any work: `{"status":"invalid_request","error","detail"}`.
     #[error("{code}: {detail}")]
     Invalid {
-        /// 400, 413, 415 or 422.
+        /// 400, 408, 413, 415 or 422.
         status: StatusCode,
         /// Machine-readable code, e.g. `question_too_long`.
+        code: &'static str,
+        /// Human message.
+        detail: String,
+        /// Answer with `Connection: close` (the body was not read whole).
+        close: bool,
+    },
+    /// An admin request refused for where it comes from: 403 (`cross_origin`,
+    /// `host_not_allowed`).
+    #[error("{code}: {detail}")]
+    Forbidden {
+        /// Machine-readable code.
         code: &'static str,
         /// Human message.
         detail: String,
@@ -52,6 +63,25 @@ impl ApiError {
             status,
             code,
             detail: detail.into(),
+            close: false,
+        }
+    }
+
+    /// The same error, answered with `Connection: close`.
+    pub(crate) fn closing(self) -> Self {
+        match self {
+            Self::Invalid {
+                status,
+                code,
+                detail,
+                ..
+            } => Self::Invalid {
+                status,
+                code,
+                detail,
+                close: true,
+            },
+            other => other,
         }
     }
 
@@ -67,9 +97,23 @@ impl IntoResponse for ApiError {
                 status,
                 code,
                 detail,
-            } => (
-                status,
-                Json(json!({"status": "invalid_request", "error": code, "detail": detail})),
+                close,
+            } => {
+                let mut response = (
+                    status,
+                    Json(json!({"status": "invalid_request", "error": code, "detail": detail})),
+                )
+                    .into_response();
+                if close {
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+                }
+                response
+            }
+            Self::Forbidden { code, detail } => (
+                StatusCode::FORBIDDEN,
+                Json(json!({"status": "forbidden", "error": code, "detail": detail})),
             )
                 .into_response(),
             Self::Refused(refusal) => {

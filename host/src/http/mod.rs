@@ -2,18 +2,22 @@
 //! decided here, before any lease or worker is involved.
 
 mod admin;
+mod body;
 mod error;
 mod health;
+mod request_id;
 mod retrieve;
 mod state;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
+pub use admin::MAX_ADMIN_BODY_BYTES;
+pub use body::DRAIN_BYTES;
 pub use error::ApiError;
+pub use request_id::{MAX_REQUEST_ID_BYTES, REQUEST_ID_HEADER, RequestId};
 pub use retrieve::{MAX_BODY_BYTES, RetrieveRequest};
-pub use state::{AdminPolicy, AppState};
+pub use state::{AdminPolicy, AppState, HealthPolicy, Policies};
 
 /// The service's routes over `state`. Tests drive it with `oneshot` or a real socket.
 pub fn app(state: AppState) -> Router {
@@ -30,7 +34,10 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(operator)
-        // Bodies are buffered whole: the cap bounds what one request can make the server hold.
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Handlers read bodies themselves, bounded in size and time (`body::read_body`).
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            request_id::request_scope,
+        ))
         .with_state(state)
 }

@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ApiError, AppState};
+use super::body::read_body;
+use super::{ApiError, AppState, RequestId};
 use crate::plugin::Source;
 
 /// Largest request body accepted (413 beyond): a question is at most 500 characters.
@@ -47,6 +47,17 @@ impl RetrieveRequest {
                 "body must be a JSON object like {\"question\": \"...\", \"limit\": 5}",
             ));
         };
+        // A JSON object keeps the last of repeated keys; a request that repeats one is refused
+        // rather than silently read one way here and another way by a proxy in front.
+        if let Ok(FirstDuplicate(Some(key))) = serde_json::from_slice::<FirstDuplicate>(body) {
+            return Err(ApiError::unprocessable(
+                "duplicate_field",
+                format!(
+                    "field `{}` is given more than once",
+                    crate::plugin::sanitize(&key, 64)
+                ),
+            ));
+        }
         let question = match fields.remove("question") {
             None => {
                 return Err(ApiError::unprocessable(
@@ -96,6 +107,36 @@ impl RetrieveRequest {
             ));
         }
         Ok(Self { question, limit })
+    }
+}
+
+/// The first key a JSON object repeats at its top level, if any.
+struct FirstDuplicate(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for FirstDuplicate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = FirstDuplicate;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<FirstDuplicate, A::Error> {
+                let mut seen: Vec<String> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    if seen.contains(&key) {
+                        return Ok(FirstDuplicate(Some(key)));
+                    }
+                    seen.push(key);
+                }
+                Ok(FirstDuplicate(None))
+            }
+        }
+        deserializer.deserialize_map(Keys)
     }
 }
 
@@ -151,7 +192,7 @@ impl From<Source> for SourceBody {
     }
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+pub(super) fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -171,8 +212,9 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// `POST /retrieve`.
 pub async fn retrieve(
     State(state): State<AppState>,
+    Extension(id): Extension<RequestId>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     if !is_json(&headers) {
         return Err(ApiError::invalid(
@@ -181,24 +223,10 @@ pub async fn retrieve(
             "send the body as JSON with `Content-Type: application/json`",
         ));
     }
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::invalid(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("body is larger than {MAX_BODY_BYTES} bytes"),
-            )
-        } else {
-            ApiError::invalid(
-                StatusCode::BAD_REQUEST,
-                "unreadable_body",
-                rejection.body_text(),
-            )
-        }
-    })?;
+    let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
     let request = RetrieveRequest::parse(&body)?;
 
-    let request_id = state.next_request_id();
+    let request_id = id.number;
     // Admission. Cancel-safe: if the client goes away while this waits, the waiter leaves the
     // queue (or gives back a slot promoted to it in the meantime) and never runs.
     let lease = state.gate.acquire().await.map_err(ApiError::Refused)?;
@@ -209,7 +237,10 @@ pub async fn retrieve(
     // The generation is fixed at admission: a swap from here on does not affect this request.
     let generation = state.plugins.current();
     let plugin = Arc::clone(&generation.plugin);
+    // The worker logs inside this request's span, like the handler.
+    let span = tracing::Span::current();
     let worker = tokio::task::spawn_blocking(move || {
+        let _in_request = span.enter();
         // The lease lives in the worker: it is released when this closure ends — the plugin
         // call has returned, failed, trapped or panicked — and not a moment earlier.
         let lease = lease;
@@ -237,11 +268,11 @@ pub async fn retrieve(
             },
         })),
         Ok((Err(error), _)) => {
-            tracing::error!(request_id, plugin = generation.plugin.name(), %error, "plugin call failed");
+            tracing::error!(plugin = generation.plugin.name(), %error, "plugin call failed");
             Err(ApiError::Internal { request_id })
         }
         Err(join) => {
-            tracing::error!(request_id, plugin = generation.plugin.name(), error = %join, "plugin worker panicked");
+            tracing::error!(plugin = generation.plugin.name(), error = %join, "plugin worker panicked");
             Err(ApiError::Internal { request_id })
         }
     }
@@ -312,6 +343,14 @@ mod tests {
         assert_eq!(
             code(r#"{"question":"a","delay_ms":5}"#),
             (unprocessable, "unknown_field")
+        );
+        assert_eq!(
+            code(r#"{"question":"a","question":"b"}"#),
+            (unprocessable, "duplicate_field")
+        );
+        assert_eq!(
+            code(r#"{"question":"a","limit":1,"limit":20}"#),
+            (unprocessable, "duplicate_field")
         );
     }
 }

@@ -1,9 +1,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::time::Duration;
+
+use crate::cache::Cache;
 use crate::corpus::CorpusIndex;
 use crate::gate::Gate;
 use crate::plugin::{Allocator, Plugin, PluginSlot};
+use crate::serve::EdgeLimits;
 use crate::swap::HotSwap;
 
 /// What the handlers share.
@@ -21,7 +25,38 @@ pub struct AppState {
     pub allocator: Allocator,
     /// The admission gate every `/retrieve` passes.
     pub gate: Gate,
+    /// Bounds on connections and request bodies.
+    pub edge: EdgeLimits,
+    /// When a running call counts as stuck for `/readyz` and `/healthz`.
+    pub health: HealthPolicy,
+    /// Connections open now (kept by the edge).
+    pub connections: Arc<std::sync::atomic::AtomicUsize>,
     request_ids: Arc<AtomicU64>,
+    /// Keeps a temporary cache directory (the index) alive as long as the server.
+    _cache: Arc<Cache>,
+}
+
+/// The operator's rules the handlers apply.
+#[derive(Debug, Clone)]
+pub struct Policies {
+    /// Who may call `/admin/*`.
+    pub admin: AdminPolicy,
+    /// Bounds on connections and bodies.
+    pub edge: EdgeLimits,
+    /// When a running call counts as stuck.
+    pub health: HealthPolicy,
+}
+
+/// How long a lease may be held before the process reports it: a plugin call is never
+/// interrupted, so a stuck one is made visible (and survivable by a restart) instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthPolicy {
+    /// A lease held longer makes `/readyz` answer 503 `degraded`, so a load balancer stops
+    /// sending traffic here.
+    pub stuck_after: Duration,
+    /// A lease held longer makes `/healthz` fail too, so an orchestrator's liveness probe
+    /// restarts the process (the only thing that ends such a call). `None`: never.
+    pub unhealthy_after: Option<Duration>,
 }
 
 impl AppState {
@@ -31,16 +66,21 @@ impl AppState {
         corpus: Arc<CorpusIndex>,
         allocator: Allocator,
         gate: Gate,
-        admin: AdminPolicy,
+        policies: Policies,
+        cache: Arc<Cache>,
     ) -> Self {
         Self {
             plugins: Arc::clone(swap.slot()),
             swap,
             allocator,
-            admin: Arc::new(admin),
+            admin: Arc::new(policies.admin),
             corpus,
             gate,
+            edge: policies.edge,
+            health: policies.health,
+            connections: Arc::default(),
             request_ids: Arc::new(AtomicU64::new(1)),
+            _cache: cache,
         }
     }
 

@@ -25,6 +25,14 @@ pub enum PluginError {
     /// The plugin trapped (including running out of its memory cap) or could not be instantiated.
     #[error("plugin trapped: {}\n{:#}", .0.root_cause(), .0)]
     Trap(wasmtime::Error),
+    /// A conformance call did not return within its deadline (see `Plugin::retrieve_bounded`).
+    #[error("timeout: the call did not return within {} ms ({abandoned} abandoned calls still running)", .after.as_millis())]
+    TimedOut {
+        /// The deadline (zero: refused at once, too many abandoned calls still running).
+        after: std::time::Duration,
+        /// Abandoned conformance calls still running.
+        abandoned: usize,
+    },
     /// The plugin returned its own error.
     #[error("plugin returned an error: {0:?}")]
     Guest(super::RetrieveError),
@@ -90,15 +98,40 @@ pub enum ContractViolation {
     /// A score that is NaN or infinite.
     #[error("source {id:?} has score {score}")]
     NonFiniteScore {
-        /// The source's id.
+        /// The source's id (cut and escaped for the log).
         id: String,
         /// Its score.
         score: f64,
     },
+    /// An id that is empty or over the corpus's id bound.
+    #[error("source id of {bytes} bytes is outside 1..={max}")]
+    BadId {
+        /// Its length.
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// An id that names no document of the corpus.
+    #[error("source {id:?} is not a document of the corpus")]
+    UnknownId {
+        /// The id (cut and escaped for the log).
+        id: String,
+    },
+    /// Scores that are not best first.
+    #[error("scores increase: {before} then {after}")]
+    NotBestFirst {
+        /// A score.
+        before: f64,
+        /// The next one, higher.
+        after: f64,
+    },
+    /// The corpus could not be asked whether the ids exist.
+    #[error("cannot check the ids against the corpus: {0}")]
+    Corpus(String),
     /// A title or snippet over its bound.
     #[error("source {id:?} has a {field} of {bytes} bytes, over its bound of {max}")]
     FieldTooLong {
-        /// The source's id.
+        /// The source's id (cut and escaped for the log).
         id: String,
         /// `title` or `snippet`.
         field: &'static str,

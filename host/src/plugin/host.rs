@@ -5,20 +5,28 @@ use std::sync::Arc;
 
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreLimits};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginConfig;
 use super::bindings::turnstile::retrieval::{config, corpus, log};
+use super::output::{CapturedOutput, LogBudget, MAX_LOG_MESSAGE, sanitize};
 use crate::corpus::{CorpusError, CorpusPool, CorpusSession};
 
 /// At most this many corpus sessions may be open at once within one call; it bounds how many
 /// pooled connections a single (possibly hostile) plugin call can hold.
 pub const MAX_OPEN_SESSIONS: usize = 4;
-/// Bytes of a plugin's stdout and of its stderr kept per call for the server log.
-pub const MAX_CAPTURED_OUTPUT: usize = 16 * 1024;
-/// Longest log message kept, in bytes.
-pub const MAX_LOG_MESSAGE: usize = 4 * 1024;
+/// Core instances one plugin instance may create (a Rust component needs a handful).
+pub const MAX_INSTANCES: usize = 16;
+/// Tables one plugin instance may create, and elements each may hold: together they bound the
+/// host memory a component's tables can take (with on-demand allocation a table's growth is host
+/// heap, outside the linear-memory cap).
+pub const MAX_TABLES: usize = 4;
+/// See [`MAX_TABLES`].
+pub const MAX_TABLE_ELEMENTS: usize = 20_000;
+/// Linear memories one plugin instance may create (a Rust component has one).
+pub const MAX_MEMORIES: usize = 2;
+/// Entries of one call's resource table (sessions, WASI streams and pollables).
+pub const MAX_RESOURCES: usize = 1024;
 
 /// The data of one call's `Store`. Dropping it (with the store) closes every session still open.
 pub struct HostState {
@@ -30,8 +38,9 @@ pub struct HostState {
     plugin: Arc<str>,
     request_id: u64,
     open_sessions: usize,
-    pub(super) stdout: MemoryOutputPipe,
-    pub(super) stderr: MemoryOutputPipe,
+    pub(super) stdout: CapturedOutput,
+    pub(super) stderr: CapturedOutput,
+    pub(super) log_budget: LogBudget,
 }
 
 impl HostState {
@@ -42,8 +51,8 @@ impl HostState {
         request_id: u64,
         memory_limit: usize,
     ) -> Self {
-        let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
-        let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
+        let stdout = CapturedOutput::default();
+        let stderr = CapturedOutput::default();
         // Deny by default: no preopened directories, no environment, no arguments, no stdin;
         // sockets and name lookup are switched off (not merely given an empty allow-list).
         let wasi = WasiCtx::builder()
@@ -56,17 +65,21 @@ impl HostState {
         let limits = MeteredLimits {
             inner: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(memory_limit)
-                .instances(16)
-                .tables(16)
-                .memories(4)
+                .table_elements(MAX_TABLE_ELEMENTS)
+                .instances(MAX_INSTANCES)
+                .tables(MAX_TABLES)
+                .memories(MAX_MEMORIES)
                 .trap_on_grow_failure(true)
                 .build(),
             peak_memory: 0,
             requested_memory: 0,
+            requested_table_elements: 0,
         };
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         Self {
             wasi,
-            table: ResourceTable::new(),
+            table,
             limits,
             corpus,
             config,
@@ -75,6 +88,7 @@ impl HostState {
             open_sessions: 0,
             stdout,
             stderr,
+            log_budget: LogBudget::default(),
         }
     }
 }
@@ -93,12 +107,14 @@ pub(super) fn limiter(state: &mut HostState) -> &mut dyn ResourceLimiter {
     &mut state.limits
 }
 
-/// `StoreLimits` (the memory cap; growth past it traps) that also records the largest memory
-/// the call was granted and the largest it asked for, for `turnstile check` and the logs.
+/// `StoreLimits` (the memory and table caps; growth past them traps) that also records the
+/// largest memory the call was granted and the largest memory and table it asked for, for
+/// `turnstile check` and the logs.
 pub(super) struct MeteredLimits {
     inner: StoreLimits,
     pub(super) peak_memory: usize,
     pub(super) requested_memory: usize,
+    pub(super) requested_table_elements: usize,
 }
 
 impl ResourceLimiter for MeteredLimits {
@@ -122,6 +138,7 @@ impl ResourceLimiter for MeteredLimits {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        self.requested_table_elements = self.requested_table_elements.max(desired);
         self.inner.table_growing(current, desired, maximum)
     }
 
@@ -150,6 +167,11 @@ fn to_wit(error: CorpusError) -> corpus::CorpusError {
     match error {
         CorpusError::BadExpression(m) => corpus::CorpusError::BadExpression(m),
         CorpusError::InvalidArgument(m) => corpus::CorpusError::InvalidArgument(m),
+        // The plugin's expression was too costly: its own doing, reported to it as such.
+        timed_out @ CorpusError::TimedOut { .. } => {
+            tracing::warn!(error = %timed_out, "corpus query stopped");
+            corpus::CorpusError::InvalidArgument(timed_out.to_string())
+        }
         other => {
             tracing::error!(error = %other, "corpus query failed");
             corpus::CorpusError::Internal("corpus query failed".into())
@@ -268,14 +290,12 @@ impl config::Host for HostState {
 }
 
 impl log::Host for HostState {
-    fn write(&mut self, level: log::Level, mut message: String) -> wasmtime::Result<()> {
-        if message.len() > MAX_LOG_MESSAGE {
-            let mut end = MAX_LOG_MESSAGE;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
+    fn write(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
+        if !self.log_budget.admit(message.len()) {
+            return Ok(());
         }
+        // One line per message: control characters are escaped, so a plugin cannot forge lines.
+        let message = sanitize(&message, MAX_LOG_MESSAGE);
         let (plugin, request_id) = (&*self.plugin, self.request_id);
         match level {
             log::Level::Debug => tracing::debug!(plugin, request_id, "{message}"),

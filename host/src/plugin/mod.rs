@@ -9,15 +9,25 @@ mod config;
 pub mod contract;
 mod error;
 mod host;
+mod output;
 mod runtime;
 mod slot;
 
 pub use bindings::{RetrieveError, Source};
-pub use component::{CallStats, Plugin, PluginSource, embedded_retrieval};
+pub use component::{
+    CallStats, MAX_ABANDONED_CALLS, MAX_PLUGIN_BYTES, Plugin, PluginSource, embedded_retrieval,
+    sha256_hex,
+};
 pub use config::{
     BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
     PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
 };
 pub use error::{ContractViolation, Incompatibility, PluginError};
+pub use host::{
+    MAX_INSTANCES, MAX_MEMORIES, MAX_OPEN_SESSIONS, MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES,
+};
+pub use output::{
+    MAX_CAPTURED_OUTPUT, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOG_MESSAGE, MAX_LOGGED_TEXT, sanitize,
+};
 pub use runtime::{Allocator, PluginRuntime, RuntimeOptions};
 pub use slot::{Generation, PluginSlot};

@@ -9,7 +9,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::RetrievalPlugin;
-use super::host::HostState;
+use super::host::{HostState, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
 use super::{Incompatibility, PluginError};
 
 /// How instances get their memory.
@@ -34,6 +34,11 @@ pub struct RuntimeOptions {
     pub cache_dir: Option<PathBuf>,
     /// Try the pooling allocator first (falls back to on-demand if it cannot be set up).
     pub pooling: bool,
+    /// `None` for serving: calls are never interrupted. `Some(deadline)` for conformance work
+    /// (`turnstile check`, a swap's smoke checks): the engine has epoch interruption and a call
+    /// still running at the deadline is stopped — or, if it is blocked in a host call (a sleep),
+    /// abandoned — and refused with [`PluginError::TimedOut`].
+    pub call_deadline: Option<std::time::Duration>,
 }
 
 /// The engine and linker shared by every plugin of the process.
@@ -44,11 +49,12 @@ pub struct PluginRuntime {
     allocator: Allocator,
 }
 
-fn base_config() -> Config {
+fn base_config(conformance: bool) -> Config {
     let mut config = Config::new();
-    // Deliberately no epoch interruption and no fuel: a plugin call is never cut short by the
-    // host. It keeps its worker thread, and so its lease, until it returns (or traps).
-    config.epoch_interruption(false);
+    // Serving: deliberately no epoch interruption and no fuel: a plugin call is never cut short
+    // by the host. It keeps its worker thread, and so its lease, until it returns (or traps).
+    // Conformance work is not serving: there a deadline stops a looping candidate.
+    config.epoch_interruption(conformance);
     config.consume_fuel(false);
     config.wasm_component_model(true);
     config
@@ -70,10 +76,14 @@ impl PluginRuntime {
             let mut pool = PoolingAllocationConfig::default();
             let n = options.max_instances.max(1);
             pool.total_component_instances(n)
-                .total_core_instances(n.saturating_mul(4))
-                .total_memories(n.saturating_mul(2))
-                .total_tables(n.saturating_mul(4))
+                .total_core_instances(n.saturating_mul(MAX_INSTANCES as u32))
+                .total_memories(n.saturating_mul(MAX_MEMORIES as u32))
+                .total_tables(n.saturating_mul(MAX_TABLES as u32))
                 .total_stacks(n)
+                .max_memories_per_component(MAX_MEMORIES as u32)
+                .max_tables_per_component(MAX_TABLES as u32)
+                .max_core_instances_per_component(MAX_INSTANCES as u32)
+                .table_elements(MAX_TABLE_ELEMENTS)
                 .max_memory_size(options.memory_limit);
             if PoolingAllocationConfig::is_pagemap_scan_available() {
                 // Linux ≥ 6.7: a freed slot's pages that the call dirtied (found with the
@@ -85,7 +95,7 @@ impl PluginRuntime {
                     .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
                     .table_keep_resident(KEEP_RESIDENT_TABLE);
             }
-            let mut config = base_config();
+            let mut config = base_config(options.call_deadline.is_some());
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
             match Engine::new(&config) {
                 Ok(engine) => engine_and_allocator = Some((engine, Allocator::Pooling)),
@@ -97,7 +107,8 @@ impl PluginRuntime {
         let (engine, allocator) = match engine_and_allocator {
             Some(found) => found,
             None => (
-                Engine::new(&base_config()).map_err(PluginError::Engine)?,
+                Engine::new(&base_config(options.call_deadline.is_some()))
+                    .map_err(PluginError::Engine)?,
                 Allocator::OnDemand,
             ),
         };

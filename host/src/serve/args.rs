@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cache::default_cache_dir;
+use super::EdgeLimits;
 use crate::gate::{GateConfig, GateConfigError};
+use crate::http::HealthPolicy;
 use crate::plugin::{
     PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
 };
@@ -57,7 +58,8 @@ pub struct ServeArgs {
     pub memory_limit_mib: u32,
 
     /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
-    /// or `~/.cache/turnstile`).
+    /// or `~/.cache/turnstile`). Created 0700; used only when owned by this user and not
+    /// writable by group or others, else the cache is off (with a warning).
     #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 
@@ -80,6 +82,42 @@ pub struct ServeArgs {
     /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
     #[arg(long = "wait-ms", env = "TURNSTILE_WAIT_MS", default_value_t = 5000)]
     pub wait_ms: u64,
+
+    /// From a request's first byte to the end of its head, in milliseconds (1..=600000); a
+    /// client slower than that (a slowloris) is disconnected.
+    #[arg(long = "header-timeout-ms", env = "TURNSTILE_HEADER_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub header_timeout_ms: u64,
+
+    /// Reading a request's whole body, in milliseconds (1..=600000); slower gets 408.
+    #[arg(long = "body-timeout-ms", env = "TURNSTILE_BODY_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub body_timeout_ms: u64,
+
+    /// How long a keep-alive connection may wait for its next request, in milliseconds
+    /// (1..=3600000).
+    #[arg(long = "idle-timeout-ms", env = "TURNSTILE_IDLE_TIMEOUT_MS", default_value_t = 60_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub idle_timeout_ms: u64,
+
+    /// Connections open at once (1..=100000); more wait in the listen backlog until one closes.
+    #[arg(long = "max-connections", env = "TURNSTILE_MAX_CONNECTIONS", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_connections: u64,
+
+    /// A plugin call running longer than this, in milliseconds (1..=86400000), makes `/readyz`
+    /// answer 503 `degraded` (calls are never interrupted: a load balancer should stop sending
+    /// traffic here instead).
+    #[arg(long = "stuck-after-ms", env = "TURNSTILE_STUCK_AFTER_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub stuck_after_ms: u64,
+
+    /// A plugin call running longer than this, in milliseconds, makes `/healthz` fail too, so an
+    /// orchestrator's liveness probe restarts the process — the only thing that ends such a call.
+    /// Off unless set.
+    #[arg(long = "stuck-unhealthy-after-ms", env = "TURNSTILE_STUCK_UNHEALTHY_AFTER_MS",
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub stuck_unhealthy_after_ms: Option<u64>,
 
     /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
     /// milliseconds (1..=3600000); past it the process exits with status 1.
@@ -136,8 +174,21 @@ impl ServeArgs {
         })
     }
 
-    /// The cache directory in effect.
-    pub fn cache_dir(&self) -> PathBuf {
-        self.cache_dir.clone().unwrap_or_else(default_cache_dir)
+    /// The edge's bounds on connections and bodies.
+    pub fn edge_limits(&self) -> EdgeLimits {
+        EdgeLimits {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_connections: self.max_connections as usize,
+        }
+    }
+
+    /// When a running call counts as stuck.
+    pub fn health_policy(&self) -> HealthPolicy {
+        HealthPolicy {
+            stuck_after: Duration::from_millis(self.stuck_after_ms),
+            unhealthy_after: self.stuck_unhealthy_after_ms.map(Duration::from_millis),
+        }
     }
 }

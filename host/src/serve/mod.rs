@@ -2,23 +2,24 @@
 //! SIGTERM/SIGINT and a plugin reload on SIGHUP.
 
 mod args;
+mod edge;
 
 pub use args::{ServeArgs, ServeConfigError};
+pub use edge::EdgeLimits;
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 
+use crate::cache::Cache;
 use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
 use crate::gate::Gate;
-use crate::http::{AdminPolicy, AppState, app};
-use crate::plugin::{Plugin, PluginRuntime, PluginSlot, RuntimeOptions, Sha256Hex};
-use crate::swap::HotSwap;
+use crate::http::{AdminPolicy, AppState, Policies, app};
+use crate::plugin::{Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
+use crate::swap::{HotSwap, Trigger};
 
 /// Idle read-only connections kept for reuse.
 pub const MAX_IDLE_CONNECTIONS: usize = 16;
@@ -27,9 +28,10 @@ pub const MAX_IDLE_CONNECTIONS: usize = 16;
 pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let plugin_config = args.plugin_config()?;
     let gate_config = args.gate_config()?;
-    let cache_dir = args.cache_dir();
+    let cache = Cache::open(args.cache_dir.as_deref()).context("creating a cache directory")?;
+    let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
     let corpus = read_corpus(args.corpus.as_deref())?;
-    let index = CorpusIndex::open_or_build(&corpus, &cache_dir.join("index"))?;
+    let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
     tracing::info!(
         source = %index.source, documents = index.documents, sha256 = %index.sha256,
         origin = ?index.origin, path = %index.path.display(), "corpus index ready"
@@ -37,11 +39,21 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
     let runtime = PluginRuntime::new(RuntimeOptions {
         memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
-        // The gate bounds concurrent plugin calls, and so live instances; one more for the
-        // smoke checks of a hot-swap candidate (swaps are serialised, their calls sequential).
-        max_instances: gate_config.max_active as u32 + 1,
-        cache_dir: (!args.no_precompiled_cache).then(|| cache_dir.join("plugins")),
+        // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
+        // run on the conformance runtime below).
+        max_instances: gate_config.max_active as u32,
+        cache_dir: precompiled.clone(),
         pooling: true,
+        call_deadline: None,
+    })?;
+    // Where a swap candidate's smoke checks run: not the serving engine (no epoch
+    // interruption there), but one whose calls have a deadline.
+    let conformance = PluginRuntime::new(RuntimeOptions {
+        memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
+        max_instances: 1,
+        cache_dir: precompiled,
+        pooling: false,
+        call_deadline: Some(crate::check::CALL_DEADLINE),
     })?;
     let source = args.plugin_source();
     let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
@@ -68,16 +80,23 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let swap = HotSwap::new(
         Arc::new(PluginSlot::new(plugin, source)),
         Arc::new(runtime),
+        Arc::new(conformance),
         Arc::clone(&index),
         plugin_config,
         MAX_IDLE_CONNECTIONS,
+        args.plugin_sha256.clone(),
     );
     Ok(AppState::new(
         Arc::new(swap),
         index,
         allocator,
         Gate::new(gate_config),
-        admin,
+        Policies {
+            admin,
+            edge: args.edge_limits(),
+            health: args.health_policy(),
+        },
+        Arc::new(cache),
     ))
 }
 
@@ -111,8 +130,8 @@ fn adopt_listener(fd: i32) -> anyhow::Result<std::net::TcpListener> {
 
 /// Serves `state` on `listener` until `shutdown` resolves, then drains: stops accepting, lets
 /// in-flight requests finish, and waits for every lease to be released — including leases of
-/// workers whose client is gone — for at most `drain`. Past it, returns an error naming what
-/// was still running.
+/// workers whose client is gone — for at most `drain`. Past it, returns [`DrainTimeout`] naming
+/// what was still running.
 pub async fn run(
     mut state: AppState,
     listener: TcpListener,
@@ -125,57 +144,56 @@ pub async fn run(
         let mut admin = (*state.admin).clone();
         admin.protect_state = true;
         state.admin = Arc::new(admin);
+        if state.admin.token.is_none() {
+            tracing::warn!(%addr, "listening beyond loopback without --admin-token: /admin/* and /state answer loopback clients only, and behind a local reverse proxy every client looks local; set a token");
+        }
     }
     let gate = state.gate.clone();
-    let signal = Arc::new(Notify::new());
-    let signalled = Arc::new(AtomicBool::new(false));
-    let serve = axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown({
-        let (signal, signalled) = (Arc::clone(&signal), Arc::clone(&signalled));
-        async move {
-            shutdown.await;
-            signalled.store(true, Ordering::SeqCst);
-            signal.notify_one();
-        }
-    })
-    .into_future();
-    tokio::pin!(serve);
+    let limits = state.edge;
     tracing::info!(%addr, "turnstile ready: listening on http://{addr}");
-    // `serve` may finish on its own right after the signal (no open connections): that is a
-    // drained server, not an unexpected stop.
-    let connections_closed = tokio::select! {
-        result = &mut serve => {
-            result?;
-            anyhow::ensure!(signalled.load(Ordering::SeqCst), "the server stopped without a shutdown signal");
-            true
-        }
-        () = signal.notified() => false,
-    };
+    let open = Arc::clone(&state.connections);
+    let draining = edge::accept(listener, app(state), limits, open, shutdown).await;
     let deadline = tokio::time::Instant::now() + drain;
     tracing::info!(
         drain_ms = drain.as_millis() as u64,
+        connections = draining.open(),
         "draining: no new connections; letting in-flight work finish"
     );
-    if !connections_closed {
-        match tokio::time::timeout_at(deadline, &mut serve).await {
-            Ok(result) => result?,
-            Err(_) => anyhow::bail!("drain timeout: connections still open after {drain:?}"),
-        }
-    }
+    let connections_closed = tokio::time::timeout_at(deadline, draining.closed())
+        .await
+        .is_ok();
     // A worker whose client left keeps its lease until its plugin call returns: wait for it.
     loop {
         let snapshot = gate.snapshot();
-        if snapshot.active == 0 {
+        if snapshot.active == 0 && connections_closed {
             break;
         }
         if tokio::time::Instant::now() >= deadline {
-            anyhow::bail!(
-                "drain timeout: {} plugin calls still running after {drain:?}",
-                snapshot.active
+            let stuck: Vec<String> = snapshot
+                .leases
+                .iter()
+                .map(|l| {
+                    format!(
+                        "ticket {} held {} ms{}",
+                        l.ticket,
+                        l.held_ms,
+                        if l.client_gone { " (client gone)" } else { "" }
+                    )
+                })
+                .collect();
+            tracing::error!(
+                drain_ms = drain.as_millis() as u64,
+                running = snapshot.active,
+                connections_closed,
+                stuck = ?stuck,
+                "drain timeout: plugin calls still running; they cannot be interrupted, so the process must exit"
             );
+            return Err(DrainTimeout {
+                drain,
+                running: snapshot.active,
+                connections_closed,
+            }
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -183,23 +201,58 @@ pub async fn run(
     Ok(())
 }
 
+/// The drain ran out with work still in progress.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "drain timeout: {running} plugin calls still running after {drain:?} (connections closed: {connections_closed})"
+)]
+pub struct DrainTimeout {
+    /// The drain bound.
+    pub drain: Duration,
+    /// Plugin calls still running.
+    pub running: usize,
+    /// Whether every connection had closed.
+    pub connections_closed: bool,
+}
+
 /// Runs `turnstile serve` until SIGTERM or SIGINT: loads (index build, plugin compile) before
 /// the async runtime starts serving, reloads the plugin on SIGHUP, drains on the way out.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    raise_open_files_limit();
     let state = load(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Every admitted call runs on a blocking thread: the pool always has room for
+        // `max_active` of them, plus the few other blocking jobs (swaps, reloads).
+        .max_blocking_threads(state.gate.config().max_active + EXTRA_BLOCKING_THREADS)
         .build()?;
     let drain = Duration::from_millis(args.drain_ms);
     let result = runtime.block_on(async {
         let listener = listener(&args)?;
-        reload_on_sighup(Arc::clone(&state.swap), args.plugin_sha256.clone());
+        reload_on_sighup(Arc::clone(&state.swap));
         run(state, listener, shutdown_signal(), drain).await
     });
-    // After a drain timeout a plugin call may still be running on a blocking thread: do not
-    // wait for it on the way out (dropping the runtime would).
+    if let Err(error) = &result
+        && error.is::<DrainTimeout>()
+    {
+        // A plugin call still runs on a blocking thread and nothing can stop it (no epoch, no
+        // fuel: by design). Exit now, without tearing the runtime down under it.
+        std::process::exit(1);
+    }
     runtime.shutdown_timeout(Duration::from_millis(100));
     result
+}
+
+/// Blocking threads beyond `max_active`: a hot swap, a SIGHUP reload and a little slack.
+const EXTRA_BLOCKING_THREADS: usize = 8;
+
+/// Each open connection is a file descriptor: raise the soft limit to the hard limit, so
+/// `--max-connections` rather than a low default decides how many can be open.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::info!(limit, "open files limit"),
+        Err(error) => tracing::warn!(%error, "cannot raise the open files limit"),
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -219,7 +272,7 @@ async fn shutdown_signal() {
 }
 
 /// SIGHUP reloads the configured plugin (re-read, re-checked, swapped only if it passes).
-fn reload_on_sighup(swap: Arc<HotSwap>, pinned_sha256: Option<Sha256Hex>) {
+fn reload_on_sighup(swap: Arc<HotSwap>) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut hangup) = signal(SignalKind::hangup()) else {
         tracing::error!("cannot listen for SIGHUP; reload with POST /admin/plugin instead");
@@ -229,9 +282,9 @@ fn reload_on_sighup(swap: Arc<HotSwap>, pinned_sha256: Option<Sha256Hex>) {
         while hangup.recv().await.is_some() {
             let source = swap.slot().current().source;
             tracing::info!(?source, "SIGHUP received; reloading the plugin");
-            let (swap, pinned) = (Arc::clone(&swap), pinned_sha256.clone());
+            let swap = Arc::clone(&swap);
             let outcome = tokio::task::spawn_blocking(move || {
-                swap.swap(source, pinned.as_ref(), None)
+                swap.swap(source, Trigger::Reload, None)
                     .map(|s| s.generation.number)
             })
             .await;

@@ -7,14 +7,8 @@
 // wit-bindgen generates the ABI glue (`unsafe`, exported by symbol name) and undocumented
 // binding items; a guest cdylib has no Rust API to document.
 #![allow(unsafe_code, missing_docs)]
-
-wit_bindgen::generate!({
-    world: "retrieval-plugin",
-    path: "../../wit",
-});
-
-use turnstile::retrieval::corpus::{CorpusError, Ranked, Session};
-use turnstile::retrieval::log::{self, Level};
+// Natively only the query logic below is built, for its unit tests.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
 /// Candidates fetched per requested source, for re-ranking (bounded by the host's 50).
 const CANDIDATES_PER_RESULT: u32 = 4;
@@ -24,54 +18,76 @@ const ID_WEIGHT: f64 = 0.2;
 
 /// Questions longer than this many terms are cut: a longer OR-expression only adds noise and cost.
 const MAX_TERMS: usize = 32;
+/// Terms longer than this many characters are cut (a run of 500 letters with no separator, as
+/// in Japanese text, is one "word"). With `MAX_TERMS` this bounds the expression the plugin
+/// builds to 32 × (48 × 4 + 2) + 31 × 4 = 6,332 bytes, within the host's 8 KiB and 64 terms.
+const MAX_TERM_CHARS: usize = 48;
 
 // English function words that carry no retrieval signal in a question. In a file of its own so
-// that `host/benches/fts5_ceiling.rs` builds exactly the plugin's expressions (`include!`).
+// that `corpus/benches/fts5_ceiling.rs` builds exactly the plugin's expressions (`include!`).
 include!("stop_words.rs");
 
-struct Retrieval;
+/// The component: bindings generated from `wit/`, and the plugin's `retrieve`.
+#[cfg(target_arch = "wasm32")]
+mod guest {
+    use super::{
+        CANDIDATES_PER_RESULT, ID_WEIGHT, MAX_CANDIDATES, fts_expression, id_match, terms,
+    };
 
-impl Guest for Retrieval {
-    fn retrieve(question: String, limit: u32) -> Result<Vec<Source>, RetrieveError> {
-        let terms = terms(&question);
-        let Some(expression) = fts_expression(&terms) else {
-            log::write(Level::Debug, "question has no searchable terms");
-            return Ok(Vec::new());
-        };
-        let session = Session::open().map_err(corpus_error)?;
-        // Take a wider pool than asked for, then re-rank it with what bm25 cannot see: whether
-        // the question names the documented object itself.
-        // The pool is ranked without snippets (a snippet costs about as much as ranking hundreds
-        // of matches); only the sources kept get one.
-        let pool = (limit.saturating_mul(CANDIDATES_PER_RESULT)).min(MAX_CANDIDATES);
-        let candidates = session.rank(&expression, pool).map_err(corpus_error)?;
-        let mut chosen: Vec<(f64, Ranked)> = candidates
-            .into_iter()
-            .filter(|c| c.rank.is_finite())
-            .map(|c| (-c.rank * (1.0 + ID_WEIGHT * id_match(&c.id, &terms)), c))
-            .collect();
-        chosen.sort_by(|(a, x), (b, y)| b.total_cmp(a).then_with(|| x.id.cmp(&y.id)));
-        chosen.truncate(limit as usize);
-        chosen
-            .into_iter()
-            .map(|(score, c)| {
-                let snippet = session
-                    .snippet(&expression, c.doc)
-                    .map_err(corpus_error)?
-                    .unwrap_or_default();
-                Ok(Source {
-                    id: c.id,
-                    title: c.title,
-                    snippet,
-                    score,
+    wit_bindgen::generate!({
+        world: "retrieval-plugin",
+        path: "../../wit",
+    });
+
+    use turnstile::retrieval::corpus::{CorpusError, Ranked, Session};
+    use turnstile::retrieval::log::{self, Level};
+
+    struct Retrieval;
+
+    impl Guest for Retrieval {
+        fn retrieve(question: String, limit: u32) -> Result<Vec<Source>, RetrieveError> {
+            let terms = terms(&question);
+            let Some(expression) = fts_expression(&terms) else {
+                log::write(Level::Debug, "question has no searchable terms");
+                return Ok(Vec::new());
+            };
+            let session = Session::open().map_err(corpus_error)?;
+            // Take a wider pool than asked for, then re-rank it with what bm25 cannot see: whether
+            // the question names the documented object itself.
+            // The pool is ranked without snippets (a snippet costs about as much as ranking hundreds
+            // of matches); only the sources kept get one.
+            let pool = (limit.saturating_mul(CANDIDATES_PER_RESULT)).min(MAX_CANDIDATES);
+            let candidates = session.rank(&expression, pool).map_err(corpus_error)?;
+            let mut chosen: Vec<(f64, Ranked)> = candidates
+                .into_iter()
+                .filter(|c| c.rank.is_finite())
+                .map(|c| (-c.rank * (1.0 + ID_WEIGHT * id_match(&c.id, &terms)), c))
+                .collect();
+            chosen.sort_by(|(a, x), (b, y)| b.total_cmp(a).then_with(|| x.id.cmp(&y.id)));
+            chosen.truncate(limit as usize);
+            chosen
+                .into_iter()
+                .map(|(score, c)| {
+                    let snippet = session
+                        .snippet(&expression, c.doc)
+                        .map_err(corpus_error)?
+                        .unwrap_or_default();
+                    Ok(Source {
+                        id: c.id,
+                        title: c.title,
+                        snippet,
+                        score,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        }
     }
-}
 
-fn corpus_error(error: CorpusError) -> RetrieveError {
-    RetrieveError::Corpus(format!("{error:?}"))
+    fn corpus_error(error: CorpusError) -> RetrieveError {
+        RetrieveError::Corpus(format!("{error:?}"))
+    }
+
+    export!(Retrieval);
 }
 
 /// Lowercased alphanumeric terms of `question`, stop words dropped (unless nothing else is left),
@@ -82,7 +98,7 @@ fn terms(question: &str) -> Vec<String> {
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
     {
-        let word = word.to_lowercase();
+        let word: String = word.to_lowercase().chars().take(MAX_TERM_CHARS).collect();
         if !all.contains(&word) {
             all.push(word);
         }
@@ -130,8 +146,6 @@ fn fts_expression(terms: &[String]) -> Option<String> {
     )
 }
 
-export!(Retrieval);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +177,26 @@ mod tests {
         let t = terms("limit concurrency with an asyncio semaphore");
         assert!(id_match("asyncio.Semaphore", &t) > id_match("asyncio.Semaphore.locked", &t));
         assert!(id_match("asyncio.Semaphore", &t) > id_match("asyncio.BoundedSemaphore", &t));
+    }
+
+    /// Every question of up to 500 characters gives an expression the host accepts: at most 64
+    /// terms and 8 KiB, however the characters fall.
+    #[test]
+    fn the_expression_fits_the_hosts_bounds() {
+        for question in [
+            "文字列を分割する方法".repeat(50),
+            "é".repeat(500),
+            "a ".repeat(250),
+            "𝔘".repeat(500),
+            (0..500)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect::<String>(),
+        ] {
+            let terms = terms(&question);
+            assert!(terms.len() <= MAX_TERMS);
+            let expression = fts_expression(&terms).unwrap();
+            assert!(expression.len() <= 8192, "{} bytes", expression.len());
+        }
     }
 
     #[test]

@@ -302,39 +302,55 @@ pub async fn run_all(
     let mut servers = Vec::new();
     let delay = Some(format!("delay_ms={}", settings.delay_ms));
 
-    let gate = start(
-        "gate",
-        binary,
-        gate_args(
-            &args.delay_plugin,
-            delay.clone(),
-            &settings,
-            settings.wait_ms,
-        ),
-        startup_timeout,
-    )
-    .await?;
-    if gate.ready() {
+    let mut overflow_retries = Vec::new();
+    for attempt in 1..=super::OVERFLOW_ATTEMPTS {
+        let gate = start(
+            "gate",
+            binary,
+            gate_args(
+                &args.delay_plugin,
+                delay.clone(),
+                &settings,
+                settings.wait_ms,
+            ),
+            startup_timeout,
+        )
+        .await?;
+        if !gate.ready() {
+            not_started(
+                &mut cases,
+                &[
+                    "active_observed",
+                    "queued_observed",
+                    "queue_overflow",
+                    "wait_deadline",
+                    "first_completed",
+                    "idle",
+                    "client_timeout",
+                    "server_after_timeout",
+                    "server_after_completion",
+                ],
+            );
+            servers.push(stop(gate).await?);
+            break;
+        }
         let url = gate.url("");
-        overflow_and_deadline(&client, &url, &mut cases).await;
+        let mut attempt_cases = Cases::new();
+        overflow_and_deadline(&client, &url, &mut attempt_cases).await;
+        if missed_the_window(&attempt_cases) && attempt < super::OVERFLOW_ATTEMPTS {
+            let report = stop(gate).await?;
+            overflow_retries.push(json!({
+                "attempt": attempt,
+                "events": attempt_cases.get("idle").map(|c| c.observed["events"].clone()),
+                "server_exit_status": report.shutdown_exit_status,
+            }));
+            continue;
+        }
+        cases.append(&mut attempt_cases);
         client_timeout(&url, &settings, &mut cases).await;
-    } else {
-        not_started(
-            &mut cases,
-            &[
-                "active_observed",
-                "queued_observed",
-                "queue_overflow",
-                "wait_deadline",
-                "first_completed",
-                "idle",
-                "client_timeout",
-                "server_after_timeout",
-                "server_after_completion",
-            ],
-        );
+        servers.push(stop(gate).await?);
+        break;
     }
-    servers.push(stop(gate).await?);
 
     let fifo = start(
         "fifo_promotion",
@@ -383,6 +399,23 @@ pub async fn run_all(
                 shared across processes, rate limits or per-user fairness.",
         cases,
         servers,
+        overflow_retries,
         passed,
     })
+}
+
+/// Whether an overflow run failed only because the machine was slower than the scenario's
+/// window: the waiter's deadline passed (its `wait_timeout` is the server's third event) before
+/// the third request arrived. Then that request was queued and served, not refused. A gate fault
+/// (a refusal missing with the waiter still queued, or events out of order) is not this.
+fn missed_the_window(cases: &Cases) -> bool {
+    let overflow_refused = cases.get("queue_overflow").is_some_and(|c| c.passed);
+    let events = cases
+        .get("idle")
+        .map(|c| c.observed["events"].clone())
+        .unwrap_or_default();
+    !overflow_refused
+        && events.as_array().is_some_and(|e| {
+            e.len() >= 3 && e[0] == "admitted" && e[1] == "queued" && e[2] == "wait_timeout"
+        })
 }

@@ -60,6 +60,10 @@ pub struct Settings {
     pub client_timeout_ms: u64,
 }
 
+/// Runs of the overflow scenario at most, when the machine misses its 150 ms window (see
+/// [`DriveReport::overflow_retries`]).
+pub const OVERFLOW_ATTEMPTS: usize = 3;
+
 /// The reference lab's settings.
 pub const SETTINGS: Settings = Settings {
     delay_ms: 350,

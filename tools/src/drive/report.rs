@@ -67,8 +67,13 @@ pub struct DriveReport {
     pub scope: &'static str,
     /// Every case by name.
     pub cases: BTreeMap<String, CaseResult>,
-    /// Every server child process.
+    /// Every server child process whose cases are reported.
     pub servers: Vec<ChildReport>,
+    /// Runs of the overflow scenario that this machine was too slow for: the waiter's 150 ms
+    /// deadline passed before the third request arrived, so the third was queued rather than
+    /// refused. Each was re-run on a fresh server (at most [`super::OVERFLOW_ATTEMPTS`] runs in
+    /// all); a gate fault never looks like this and is never re-run.
+    pub overflow_retries: Vec<Value>,
     /// Every case passed and every child started, shut down with status 0 and was reaped.
     pub passed: bool,
 }

@@ -1,0 +1,57 @@
+//! Reading a request body within its bounds: at most a given size, within the body timeout. A
+//! body over the size is drained (up to [`DRAIN_BYTES`]) before the 413 is sent with
+//! `Connection: close`, so a client that is still sending reads the 413 instead of a reset.
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use http_body_util::BodyExt;
+
+use super::ApiError;
+
+/// Most bytes of an over-size body read and thrown away before answering 413: past it the
+/// connection is closed with the body unread (the client may then see a reset).
+pub const DRAIN_BYTES: usize = 2 << 20;
+
+/// Reads `body` whole: at most `max` bytes, all of it within `timeout`.
+pub async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Bytes, ApiError> {
+    let read = async {
+        let mut body = body;
+        let mut buffer = Vec::new();
+        let mut seen = 0usize;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                ApiError::invalid(StatusCode::BAD_REQUEST, "unreadable_body", e.to_string())
+                    .closing()
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            seen = seen.saturating_add(data.len());
+            if seen <= max {
+                buffer.extend_from_slice(&data);
+            } else if seen > max.saturating_add(DRAIN_BYTES) {
+                break;
+            }
+        }
+        if seen > max {
+            return Err(ApiError::invalid(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("body is larger than {max} bytes"),
+            )
+            .closing());
+        }
+        Ok(Bytes::from(buffer))
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(result) => result,
+        Err(_) => Err(ApiError::invalid(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            format!("the body did not arrive within {} ms", timeout.as_millis()),
+        )
+        .closing()),
+    }
+}

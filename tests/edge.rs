@@ -1,0 +1,222 @@
+//! The HTTP edge against careless and hostile clients, on real sockets: slow headers, held
+//! connections, oversized and slow bodies, request ids, repeated keys, and a drain that does not
+//! wait for a client dripping its body.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::{TestServer, eventually};
+
+/// Reads until the peer closes (or `STATE_DEADLINE` passes, failing the test); returns what came.
+async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut seen = Vec::new();
+    tokio::time::timeout(
+        crate::support::STATE_DEADLINE,
+        stream.read_to_end(&mut seen),
+    )
+    .await
+    .expect("the server never closed the connection")
+    .unwrap();
+    seen
+}
+
+/// A client that sends half a request head and stops is disconnected by the header timeout,
+/// while `/healthz` keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowloris_connection_is_closed_by_the_header_timeout() {
+    let server = TestServer::start(&["--header-timeout-ms", "300"]).await;
+    let mut slow = TcpStream::connect(server.addr).await.unwrap();
+    slow.write_all(b"POST /retrieve HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let health = server.get_json("/healthz").await;
+    assert_eq!(health["status"], "ok");
+    let answer = read_until_closed(&mut slow).await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    server.stop().await;
+}
+
+/// With every connection slot held by idle clients, a new connection waits in the backlog; it is
+/// served as soon as one of them closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_past_the_cap_waits_until_one_closes() {
+    let server = TestServer::start(&["--max-connections", "2"]).await;
+    let first = TcpStream::connect(server.addr).await.unwrap();
+    let _second = TcpStream::connect(server.addr).await.unwrap();
+    let open = server.connections.clone();
+    eventually("two connections open", || async {
+        let n = open.load(std::sync::atomic::Ordering::SeqCst);
+        if n == 2 {
+            Ok(())
+        } else {
+            Err(format!("{n} open"))
+        }
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let health = tokio::spawn(client.get(server.url("/healthz")).send());
+    // Both slots are held: the request is not served (it sits in the listen backlog).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!health.is_finished(), "served past the connection cap");
+    drop(first);
+    let response = tokio::time::timeout(crate::support::STATE_DEADLINE, health)
+        .await
+        .expect("never served after a slot freed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    server.stop().await;
+}
+
+/// A 1 MiB body gets a 413 the client can read (the server drains it, then closes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_mebibyte_body_gets_a_readable_413() {
+    let server = TestServer::start(&[]).await;
+    let response = server
+        .client
+        .post(server.url("/retrieve"))
+        .header("content-type", "application/json")
+        .body(vec![b' '; 1 << 20])
+        .send()
+        .await
+        .expect("the client got a reset instead of a 413");
+    assert_eq!(response.status().as_u16(), 413);
+    assert_eq!(response.headers()["connection"], "close");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "body_too_large");
+    server.stop().await;
+}
+
+/// A body that stops arriving gets 408 `body_timeout`, and the connection is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_body_gets_408() {
+    let server = TestServer::start(&["--body-timeout-ms", "300"]).await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+              Content-Length: 100\r\n\r\n{\"question\":",
+        )
+        .await
+        .unwrap();
+    let answer = String::from_utf8(read_until_closed(&mut stream).await).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_timeout"), "{answer}");
+    server.stop().await;
+}
+
+/// Every response names its request id; a client's well-formed id is kept, any other replaced;
+/// a 500's `request_id` is the same request's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_carries_its_request_id() {
+    let server =
+        TestServer::start(&["--plugin", turnstile_fixtures::FAULT, "--max-active", "1"]).await;
+    let health = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    let generated = health.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(generated.parse::<u64>().is_ok(), "{generated}");
+    let kept = server
+        .client
+        .get(server.url("/healthz"))
+        .header("x-request-id", "trace-7f:abc")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.headers()["x-request-id"], "trace-7f:abc");
+    let replaced = server
+        .client
+        .get(server.url("/readyz"))
+        .header("x-request-id", "has spaces and; more")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(replaced.headers()["x-request-id"], "has spaces and; more");
+    let failed = server
+        .client
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "json"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(failed.status().as_u16(), 500);
+    let header = failed.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body: Value = failed.json().await.unwrap();
+    assert_eq!(body["request_id"].as_u64().unwrap().to_string(), header);
+    for status in [413, 422] {
+        let body = if status == 413 {
+            vec![b' '; 9000]
+        } else {
+            b"{}".to_vec()
+        };
+        let response = server
+            .client
+            .post(server.url("/retrieve"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), status);
+        assert!(response.headers().contains_key("x-request-id"));
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_key_is_refused() {
+    let server = TestServer::start(&[]).await;
+    let response = server
+        .client
+        .post(server.url("/retrieve"))
+        .header("content-type", "application/json")
+        .body(r#"{"question": "json", "limit": 2, "limit": 20}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 422);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "duplicate_field");
+    assert_eq!(server.state.gate.snapshot().events.len(), 0);
+    server.stop().await;
+}
+
+/// Shutdown does not wait for a client that drips its body: the body timeout ends it well
+/// within the drain, and the server drains cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dripping_client_does_not_hold_up_shutdown() {
+    let server = TestServer::start(&["--body-timeout-ms", "300"]).await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+              Content-Length: 100\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+    let open = server.connections.clone();
+    eventually("the dripping connection open", || async {
+        let n = open.load(std::sync::atomic::Ordering::SeqCst);
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(format!("{n} open"))
+        }
+    })
+    .await;
+    // `stop` asserts the drain ended cleanly (no drain timeout).
+    server.stop().await;
+    drop(stream);
+}

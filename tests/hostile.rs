@@ -1,0 +1,328 @@
+//! A hostile plugin that passes `check` and the swap's smoke checks and misbehaves only on some
+//! questions (the `hostile` fixture with `trigger=WORD`), and one written in the text format
+//! that Rust cannot express (`TABLE_GROW`): what the host does about each.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use turnstile_fixtures::{HOSTILE, TABLE_GROW};
+
+use crate::support::{TestServer, child_state_when, eventually, serve_child};
+
+fn hostile(attempt: &str, trigger: Option<&str>) -> Vec<String> {
+    let mut flags = vec![
+        "--plugin".to_owned(),
+        HOSTILE.to_owned(),
+        "--plugin-config".to_owned(),
+        format!("attempt={attempt}"),
+    ];
+    if let Some(word) = trigger {
+        flags.extend(["--plugin-config".to_owned(), format!("trigger={word}")]);
+    }
+    flags
+}
+
+async fn retrieve(server: &TestServer, question: &str) -> (u16, Value) {
+    server.retrieve(json!({"question": question})).await
+}
+
+/// A call that never returns keeps its slot (the serving engine never interrupts it), and is
+/// made visible: `/state` shows its age, `/readyz` turns 503 `degraded` naming it once it is
+/// older than `--stuck-after-ms`, and `/healthz` fails too past `--stuck-unhealthy-after-ms`.
+/// Other requests are still served on the free slot. SIGTERM then exits 1 after the drain,
+/// naming the stuck call, without a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spinning_call_keeps_its_slot_and_degrades_readiness() {
+    let mut flags = hostile("spin", Some("spin-now"));
+    flags.extend(
+        [
+            "--max-active",
+            "2",
+            "--stuck-after-ms",
+            "200",
+            "--stuck-unhealthy-after-ms",
+            "400",
+            "--drain-ms",
+            "300",
+        ]
+        .map(String::from),
+    );
+    let child = serve_child("spin", flags).await;
+    let client = reqwest::Client::new();
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let spinning = impatient
+        .post(child.url("/retrieve"))
+        .json(&json!({"question": "spin-now please"}))
+        .send()
+        .await;
+    assert!(spinning.is_err(), "a spinning call answered");
+    let state = child_state_when(&client, &child, "the spinning lease held 400 ms", |s| {
+        s["leases"][0]["held_ms"].as_u64().unwrap_or(0) > 400
+    })
+    .await;
+    assert_eq!(state["active"], 1, "{state}");
+    assert_eq!(state["leases"][0]["client_gone"], true, "{state}");
+    let ready = client.get(child.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status().as_u16(), 503);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["status"], "degraded");
+    assert_eq!(ready["stuck"][0]["ticket"], state["leases"][0]["ticket"]);
+    let health = client.get(child.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 503);
+    // The other slot still serves.
+    let normal = client
+        .post(child.url("/retrieve"))
+        .json(&json!({"question": "json"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(normal.status().as_u16(), 200);
+    let report = tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(report.shutdown_exit_status, Some(1), "{}", report.stderr);
+    assert!(report.stderr.contains("drain timeout"), "{}", report.stderr);
+    assert!(report.stderr.contains("held"), "{}", report.stderr);
+    assert!(!report.stderr.contains("panicked"), "{}", report.stderr);
+    assert!(
+        !report.stderr.contains("shutdown complete"),
+        "{}",
+        report.stderr
+    );
+}
+
+/// A sleeping call: the same drain, no tokio panic on the way out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_call_ends_the_drain_without_a_panic() {
+    let mut flags = hostile("sleep", None);
+    flags.extend(["--drain-ms", "300"].map(String::from));
+    let child = serve_child("sleep", flags).await;
+    let client = reqwest::Client::new();
+    let request = client
+        .post(child.url("/retrieve"))
+        .json(&json!({"question": "json"}))
+        .send();
+    let sleeping = tokio::spawn(request);
+    child_state_when(&client, &child, "the sleeping call admitted", |s| {
+        s["active"] == 1
+    })
+    .await;
+    let report = tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    sleeping.abort();
+    assert_eq!(report.shutdown_exit_status, Some(1), "{}", report.stderr);
+    assert!(report.stderr.contains("drain timeout"), "{}", report.stderr);
+    assert!(!report.stderr.contains("panicked"), "{}", report.stderr);
+}
+
+/// `turnstile check` stops a looping candidate at its call deadline and reports `timeout`.
+#[test]
+fn check_refuses_a_looping_plugin_with_timeout() {
+    let output = std::process::Command::new(crate::support::binary())
+        .args([
+            "check",
+            "--json",
+            HOSTILE,
+            "--plugin-config",
+            "attempt=spin",
+        ])
+        .args(["--call-deadline-ms", "300"])
+        .arg("--cache-dir")
+        .arg(crate::support::cache_dir())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let probe = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "behaviour.probe.1")
+        .unwrap();
+    assert_eq!(probe["passed"], false);
+    assert!(
+        probe["observed"].as_str().unwrap().contains("timeout"),
+        "{probe}"
+    );
+}
+
+/// A swap to a looping, a sleeping or a slow candidate is refused with `timeout` (its smoke
+/// checks run with a call deadline); the swap lock is released, so the next good swap works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn looping_sleeping_and_slow_candidates_are_refused_and_the_next_swap_works() {
+    let server = TestServer::start(&[]).await;
+    for config in [
+        json!({"attempt": "spin"}),
+        json!({"attempt": "sleep", "sleep_ms": "4000"}),
+        json!({"attempt": "slow", "slow_ms": "3000"}),
+    ] {
+        let response = server
+            .client
+            .post(server.url("/admin/plugin"))
+            .json(&json!({"path": HOSTILE, "config": config}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 422, "{config}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "timeout", "{config}: {body}");
+        let (status, served) = retrieve(&server, "json").await;
+        assert_eq!(status, 200);
+        assert_eq!(served["plugin"]["generation"], 1);
+    }
+    let good = server
+        .client
+        .post(server.url("/admin/plugin"))
+        .json(&json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(good.status().as_u16(), 200);
+    server.stop().await;
+}
+
+/// Ids the corpus does not have, and a 1 MiB id: served as strictly as `check` checks, so 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_unknown_ids_are_never_served() {
+    for attempt in ["big-id", "unknown-id"] {
+        let flags = hostile(attempt, Some("evil"));
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let server = TestServer::start(&flags).await;
+        let (status, _) = retrieve(&server, "json").await;
+        assert_eq!(status, 200, "{attempt}: the trigger word is absent");
+        let (status, body) = retrieve(&server, "evil json").await;
+        assert_eq!(status, 500, "{attempt}: {body}");
+        assert_eq!(body["status"], "internal_error");
+        server.stop().await;
+    }
+}
+
+/// A costly expression (64 prefix terms) is stopped by the corpus call's time budget: the plugin
+/// gets the typed error and the request a quick 500, instead of one uninterruptible call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_corpus_expression_is_stopped_by_the_time_budget() {
+    let flags = hostile("slow-query", None);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start(&flags).await;
+    let plugin = server.state.plugin();
+    let outcome = tokio::task::spawn_blocking(move || plugin.retrieve("json", 5, 0))
+        .await
+        .unwrap();
+    let error = outcome.unwrap_err().to_string();
+    assert!(error.contains("time budget"), "{error}");
+    let (status, _) = retrieve(&server, "json").await;
+    assert_eq!(status, 500);
+    server.stop().await;
+}
+
+/// Floods of log messages and stdout are cut at their per-call bounds and counted; the call
+/// still answers (no panic in the guest, no 500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_and_stdout_floods_are_cut_and_counted() {
+    for (attempt, what) in [("log-flood", "messages"), ("stdout-flood", "bytes")] {
+        let flags = hostile(attempt, None);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let server = TestServer::start(&flags).await;
+        let plugin = server.state.plugin();
+        let (result, stats) =
+            tokio::task::spawn_blocking(move || plugin.retrieve_metered("json", 3, 0))
+                .await
+                .unwrap();
+        assert!(result.is_ok(), "{attempt}: {result:?}");
+        match what {
+            "messages" => assert_eq!(
+                u64::from(stats.log_dropped_messages),
+                1_000_000 - u64::from(turnstile::plugin::MAX_LOG_CALLS)
+            ),
+            _ => assert_eq!(
+                stats.output_dropped_bytes,
+                (1 << 20) - turnstile::plugin::MAX_CAPTURED_OUTPUT as u64
+            ),
+        }
+        let (status, _) = retrieve(&server, "json").await;
+        assert_eq!(status, 200, "{attempt}");
+        server.stop().await;
+    }
+}
+
+/// Text a plugin writes cannot become a line of the server log of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_cannot_forge_log_lines() {
+    let child = serve_child("forge", hostile("forge-log", None)).await;
+    let client = reqwest::Client::new();
+    let response = client
+        .post(child.url("/retrieve"))
+        .json(&json!({"question": "json"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    eventually("the escaped text logged", || async {
+        if child.logged(r"ok\nINFO turnstile::serve: shutdown complete\r\u{1b}") {
+            Ok(())
+        } else {
+            Err("not yet".to_owned())
+        }
+    })
+    .await;
+    let report = tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let forged_lines = report
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("INFO turnstile::serve: shutdown complete"))
+        .count();
+    assert_eq!(forged_lines, 0, "{}", report.stderr);
+    assert!(
+        !report.stderr.contains('\u{1b}'),
+        "an escape sequence reached the log"
+    );
+}
+
+/// A component with a table it grows without bound: `check` fails it on what it asked for, and
+/// serving it gives 500 — the growth is refused, the host's memory does not follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_growing_a_table_without_bound_is_refused() {
+    let output = std::process::Command::new(crate::support::binary())
+        .args(["check", "--json", TABLE_GROW])
+        .arg("--cache-dir")
+        .arg(crate::support::cache_dir())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    let memory = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "hygiene.memory")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(memory["passed"], false, "{memory}");
+    assert!(
+        memory["observed"]
+            .as_str()
+            .unwrap()
+            .contains("table of 50000001"),
+        "{memory}"
+    );
+    let server = TestServer::start(&["--plugin", TABLE_GROW]).await;
+    let before = resident_bytes();
+    let (a, b) = tokio::join!(retrieve(&server, "json"), retrieve(&server, "json"));
+    assert_eq!((a.0, b.0), (500, 500));
+    let grown = resident_bytes().saturating_sub(before);
+    assert!(grown < 256 << 20, "the process grew by {grown} bytes");
+    server.stop().await;
+}
+
+/// This process's resident memory, in bytes.
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
