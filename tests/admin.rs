@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use turnstile_fixtures::DELAY;
 
 use crate::support::{
-    TestServer, child_state_when, eventually, retrieval_plugin, serve_child, sha256_of,
+    TestServer, child_state_when, logged, retrieval_plugin, serve_child, sha256_of, stop_child,
 };
 
 async fn post(
@@ -170,14 +170,7 @@ async fn sighup_reloads_only_a_file_that_matches_the_pin() {
     // Another file under the configured path: refused, generation 1 keeps serving.
     std::fs::copy(DELAY, &plugin).unwrap();
     child.hang_up().unwrap();
-    eventually("the refusal logged", || async {
-        if child.logged("sha256_mismatch") {
-            Ok(())
-        } else {
-            Err("not yet".to_owned())
-        }
-    })
-    .await;
+    logged(&child, "sha256_mismatch").await;
     let state = child_state_when(&client, &child, "any state", |_| true).await;
     assert_eq!(state["plugin"]["generation"], 1);
     // An admin swap that names the sha256 moves the pin; a SIGHUP of that file then works.
@@ -194,10 +187,7 @@ async fn sighup_reloads_only_a_file_that_matches_the_pin() {
         s["plugin"]["generation"] == 3
     })
     .await;
-    let report =
-        tokio::task::spawn_blocking(move || child.stop(std::time::Duration::from_secs(30)))
-            .await
-            .unwrap();
+    let report = stop_child(child).await;
     assert_eq!(report.shutdown_exit_status, Some(0), "{}", report.stderr);
 }
 

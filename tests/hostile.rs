@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use turnstile_fixtures::{HOSTILE, TABLE_GROW};
 
-use crate::support::{TestServer, child_state_when, eventually, serve_child};
+use crate::support::{TestServer, child_state_when, logged, serve_child, stop_child};
 
 fn hostile(attempt: &str, trigger: Option<&str>) -> Vec<String> {
     let mut flags = vec![
@@ -80,9 +80,7 @@ async fn a_spinning_call_keeps_its_slot_and_degrades_readiness() {
         .await
         .unwrap();
     assert_eq!(normal.status().as_u16(), 200);
-    let report = tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
-        .await
-        .unwrap();
+    let report = stop_child(child).await;
     assert_eq!(report.shutdown_exit_status, Some(1), "{}", report.stderr);
     assert!(report.stderr.contains("drain timeout"), "{}", report.stderr);
     assert!(report.stderr.contains("held"), "{}", report.stderr);
@@ -110,9 +108,7 @@ async fn a_sleeping_call_ends_the_drain_without_a_panic() {
         s["active"] == 1
     })
     .await;
-    let report = tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
-        .await
-        .unwrap();
+    let report = stop_child(child).await;
     sleeping.abort();
     assert_eq!(report.shutdown_exit_status, Some(1), "{}", report.stderr);
     assert!(report.stderr.contains("drain timeout"), "{}", report.stderr);
@@ -261,17 +257,12 @@ async fn a_plugin_cannot_forge_log_lines() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
-    eventually("the escaped text logged", || async {
-        if child.logged(r"ok\nINFO turnstile::serve: shutdown complete\r\u{1b}") {
-            Ok(())
-        } else {
-            Err("not yet".to_owned())
-        }
-    })
+    logged(
+        &child,
+        r"ok\nINFO turnstile::serve: shutdown complete\r\u{1b}",
+    )
     .await;
-    let report = tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
-        .await
-        .unwrap();
+    let report = stop_child(child).await;
     let forged_lines = report
         .stderr
         .lines()

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
 use crate::support::{
-    STATE_DEADLINE, TestServer, child_state_when, eventually, retrieval_plugin, serve_child,
-    sha256_of,
+    STATE_DEADLINE, TestServer, child_state_when, eventually, logged, retrieval_plugin,
+    serve_child, sha256_of, stop_child,
 };
 
 async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Value) {
@@ -227,22 +227,12 @@ async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     // A broken file: refused, logged, and generation 2 keeps serving.
     std::fs::write(&plugin, b"\0asm but not really").unwrap();
     server.hang_up().unwrap();
-    eventually("the refusal logged", || async {
-        if server.logged("reload refused") {
-            Ok(())
-        } else {
-            Err("no such line".to_owned())
-        }
-    })
-    .await;
+    logged(&server, "reload refused").await;
     let after = child_state_when(&client, &server, "any state", |_| true).await;
     assert_eq!(after["plugin"]["generation"], 2);
     let (status, _) = retrieve_from(&client, &server).await;
     assert_eq!(status, 200);
 
-    let report =
-        tokio::task::spawn_blocking(move || server.stop(std::time::Duration::from_secs(30)))
-            .await
-            .unwrap();
+    let report = stop_child(server).await;
     assert_eq!(report.shutdown_exit_status, Some(0), "{}", report.stderr);
 }

@@ -231,18 +231,14 @@ fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CorpusBytes, CorpusIndex};
 
     /// A pool over a one-document corpus in its own temporary directory: tests run in
     /// parallel threads of one process, so they must never share (or delete) a directory.
     fn pool() -> (CorpusPool, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let corpus = CorpusBytes {
-            name: "t".into(),
-            jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - parsing","text":"Command-line parsing library"}"#.to_vec(),
-        };
-        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
-        (CorpusPool::new(&index, 2).unwrap(), dir)
+        crate::testing::pool_of(
+            br#"{"id":"argparse","kind":"module","title":"argparse - parsing","text":"Command-line parsing library"}"#,
+            2,
+        )
     }
 
     #[test]

@@ -70,17 +70,22 @@ pub struct CorpusSession {
 const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text \
      FROM ids JOIN docs AS d ON d.rowid = ids.doc WHERE ids.id = ?1";
 
+/// The statements a session runs, for benchmarks that compare a session with a plain connection.
+pub mod sql {
+    pub use super::{RANK_SQL, SNIPPET_SQL};
+}
+
 const SEARCH_SQL: &str = "SELECT id, title, snippet(docs, 3, '[', ']', '…', 24), \
      bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
      FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
 
 /// `SEARCH_SQL` without the snippet: a snippet re-reads and re-tokenizes its document (~90 µs
 /// for this corpus), so a wide candidate pool is much cheaper without them.
-const RANK_SQL: &str = "SELECT rowid, id, title, bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
+pub const RANK_SQL: &str = "SELECT rowid, id, title, bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
      FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
 
 /// The snippet of one document for an expression (FTS5 seeks to the rowid within the match).
-const SNIPPET_SQL: &str = "SELECT snippet(docs, 3, '[', ']', '…', 24) \
+pub const SNIPPET_SQL: &str = "SELECT snippet(docs, 3, '[', ']', '…', 24) \
      FROM docs WHERE docs MATCH ?1 AND rowid = ?2";
 
 impl CorpusSession {
@@ -289,14 +294,11 @@ mod tests {
     /// A pool over a two-document corpus in its own temporary directory (tests run in
     /// parallel; none may share or delete another's directory).
     fn pool() -> (CorpusPool, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let corpus = CorpusBytes {
-            name: "t".into(),
-            jsonl: br#"{"id":"argparse","kind":"module","title":"argparse - Command-line parsing library","text":"Command-line parsing library: handles optional and positional arguments."}
-{"id":"json.dumps","kind":"function","title":"json.dumps - Serialize obj to a JSON formatted str.","text":"Serialize obj to a JSON formatted str."}"#.to_vec(),
-        };
-        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
-        (CorpusPool::new(&index, 2).unwrap(), dir)
+        crate::testing::pool_of(
+            br#"{"id":"argparse","kind":"module","title":"argparse - Command-line parsing library","text":"Command-line parsing library: handles optional and positional arguments."}
+{"id":"json.dumps","kind":"function","title":"json.dumps - Serialize obj to a JSON formatted str.","text":"Serialize obj to a JSON formatted str."}"#,
+            2,
+        )
     }
 
     #[test]

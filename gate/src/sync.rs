@@ -1,5 +1,5 @@
 //! The gate's synchronization primitives and its deadline timer: std's and tokio's, or loom's
-//! when the gate is model-checked (`RUSTFLAGS="--cfg loom"`, see `tests/loom.rs`). Every lock
+//! when the gate is model-checked (`--cfg loom`, see `loom/tests/loom.rs`). Every lock
 //! and shared pointer of the gate comes from here, so the model sees every interleaving.
 
 #[cfg(loom)]

@@ -113,10 +113,14 @@ impl TestServer {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// GET a path.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
     /// GET a path and parse its JSON body.
     pub async fn get_json(&self, path: &str) -> Value {
-        let response = self.client.get(self.url(path)).send().await.unwrap();
-        response.json().await.unwrap()
+        self.get(path).await.json().await.unwrap()
     }
 
     /// POST a JSON value to /retrieve; returns status and JSON body.
@@ -179,6 +183,25 @@ pub async fn serve_child(name: &str, flags: Vec<String>) -> ServerChild {
         "the serve child never logged that it is ready"
     );
     child
+}
+
+/// Waits until a child has logged `needle`.
+pub async fn logged(child: &ServerChild, needle: &str) {
+    eventually(&format!("{needle:?} in the log"), || async {
+        if child.logged(needle) {
+            Ok(())
+        } else {
+            Err("not yet".to_owned())
+        }
+    })
+    .await;
+}
+
+/// SIGTERM to a child; waits for it (SIGKILL past 30 s) and reports how it ended.
+pub async fn stop_child(child: ServerChild) -> turnstile_tools::drive::ChildReport {
+    tokio::task::spawn_blocking(move || child.stop(Duration::from_secs(30)))
+        .await
+        .unwrap()
 }
 
 /// Polls a child's `/state` until `done` holds.

@@ -13,13 +13,13 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::body::read_body;
+use super::body::{read_body, require_json};
 use super::{ApiError, AppState};
 use crate::plugin::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config};
 use crate::swap::Trigger;
@@ -148,13 +148,7 @@ pub async fn swap_plugin(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    if !super::retrieve::is_json(&headers) {
-        return Err(ApiError::invalid(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send the body as JSON with `Content-Type: application/json`",
-        ));
-    }
+    require_json(&headers)?;
     let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
     let request: SwapRequest = serde_json::from_slice(&body).map_err(|e| {
         ApiError::unprocessable(

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use http_body_util::BodyExt;
 
 use super::ApiError;
@@ -13,6 +13,33 @@ use super::ApiError;
 /// Most bytes of an over-size body read and thrown away before answering 413: past it the
 /// connection is closed with the body unread (the client may then see a reset).
 pub const DRAIN_BYTES: usize = 2 << 20;
+
+/// Refuses a body that is not declared JSON (`application/json` or `application/*+json`): 415.
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let essence = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    match essence {
+        Some(e)
+            if e == "application/json"
+                || (e.starts_with("application/") && e.ends_with("+json")) =>
+        {
+            Ok(())
+        }
+        _ => Err(ApiError::invalid(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as JSON with `Content-Type: application/json`",
+        )),
+    }
+}
 
 /// Reads `body` whole: at most `max` bytes, all of it within `timeout`.
 pub async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Bytes, ApiError> {

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::body::read_body;
+use super::body::{read_body, require_json};
 use super::{ApiError, AppState, RequestId};
 use crate::plugin::Source;
 
@@ -192,23 +192,6 @@ impl From<Source> for SourceBody {
     }
 }
 
-pub(super) fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let essence = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
 /// `POST /retrieve`.
 pub async fn retrieve(
     State(state): State<AppState>,
@@ -216,13 +199,7 @@ pub async fn retrieve(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    if !is_json(&headers) {
-        return Err(ApiError::invalid(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send the body as JSON with `Content-Type: application/json`",
-        ));
-    }
+    require_json(&headers)?;
     let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
     let request = RetrieveRequest::parse(&body)?;
 

@@ -472,18 +472,12 @@ pub(super) fn check_sources(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::{CorpusBytes, CorpusIndex};
+
     use crate::plugin::RuntimeOptions;
 
     /// A pool over a one-document corpus in its own temporary directory.
     fn one_document_pool() -> (CorpusPool, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let corpus = CorpusBytes {
-            name: "t".into(),
-            jsonl: br#"{"id":"a","kind":"module","title":"a","text":"a"}"#.to_vec(),
-        };
-        let index = CorpusIndex::open_or_build(&corpus, dir.path()).unwrap();
-        (CorpusPool::new(&index, 1).unwrap(), dir)
+        crate::corpus::testing::pool_of(br#"{"id":"a","kind":"module","title":"a","text":"a"}"#, 1)
     }
 
     /// A runtime with the default 64 MiB memory cap and no precompiled cache.

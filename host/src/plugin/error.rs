@@ -23,7 +23,8 @@ pub enum PluginError {
     #[error("wasm engine: {0:#}")]
     Engine(wasmtime::Error),
     /// The plugin trapped (including running out of its memory cap) or could not be instantiated.
-    #[error("plugin trapped: {}\n{:#}", .0.root_cause(), .0)]
+    /// Shown (and logged) escaped and cut: the backtrace names the guest's own functions.
+    #[error("plugin trapped: {}", trap_text(.0))]
     Trap(wasmtime::Error),
     /// A conformance call did not return within its deadline (see `Plugin::retrieve_bounded`).
     #[error("timeout: the call did not return within {} ms ({abandoned} abandoned calls still running)", .after.as_millis())]
@@ -33,12 +34,26 @@ pub enum PluginError {
         /// Abandoned conformance calls still running.
         abandoned: usize,
     },
-    /// The plugin returned its own error.
-    #[error("plugin returned an error: {0:?}")]
+    /// The plugin returned its own error. Shown (and logged) escaped and cut: the text is the
+    /// plugin's.
+    #[error("plugin returned an error: {}", guest_text(.0))]
     Guest(super::RetrieveError),
     /// The plugin returned something that breaks the contract (e.g. a non-finite score).
     #[error("plugin broke the contract: {0}")]
     Contract(ContractViolation),
+}
+
+/// Longest trap description (cause and guest backtrace) shown, in bytes.
+const MAX_TRAP_TEXT: usize = 4096;
+
+fn trap_text(error: &wasmtime::Error) -> String {
+    let text = format!("{}\n{error:#}", error.root_cause());
+    // One line per frame is useful; a forged line is not: newlines stay, as the escape `\n`.
+    super::output::sanitize(&text, MAX_TRAP_TEXT)
+}
+
+fn guest_text(error: &super::RetrieveError) -> String {
+    super::output::sanitize(&format!("{error:?}"), super::output::MAX_LOGGED_TEXT)
 }
 
 impl PluginError {

@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="--cfg loom" \
-//!     cargo test -p turnstile-gate --target x86_64-unknown-linux-gnu --test loom
+//!     cargo test --workspace --target x86_64-unknown-linux-gnu --test loom
 //! ```
 //!
 //! (`.ci/run` does; the explicit `--target` keeps `--cfg loom` off build scripts and
-//! proc-macros, which `RUSTFLAGS` would also reach). Each model explores every interleaving
+//! proc-macros, which `RUSTFLAGS` would also reach, and `--workspace` resolves features as the
+//! main build does, so those are reused from it and only the gate and loom are compiled). Each model explores every interleaving
 //! with at most [`PREEMPTIONS`] preemptions (tokio's bound for its own models: most concurrency
 //! bugs need very few; `LOOM_MAX_PREEMPTIONS` overrides it). Under `--cfg loom` the gate's lock and
 //! shared pointers are loom's (`src/sync.rs`), so the model sees every order in which its

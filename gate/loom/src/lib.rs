@@ -1,0 +1,1 @@
+//! Nothing but a home for the gate's loom model: see `tests/loom.rs`.
