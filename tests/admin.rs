@@ -54,6 +54,17 @@ async fn browsers_other_hosts_and_non_json_bodies_are_refused() {
         (status, body["error"].as_str()),
         (403, Some("host_not_allowed"))
     );
+    // Through a local reverse proxy, without a token.
+    let (status, body) = post(
+        &server,
+        &[json_ct, ("x-forwarded-for", "192.0.2.7")],
+        swap.clone(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("proxied_without_token"))
+    );
     // A form post (no preflight) is not JSON.
     let (status, body) = post(&server, &[("content-type", "text/plain")], swap.clone()).await;
     assert_eq!(

@@ -5,7 +5,8 @@
 //! server's own is refused, and a swap needs `Content-Type: application/json`, which a page can
 //! only send after a CORS preflight this server never grants); without a token they answer
 //! loopback peers only, and only under a loopback `Host` (a DNS-rebinding page names its own
-//! host). Behind a reverse proxy every client looks local: set a token there.
+//! host), and never through a proxy (forwarding headers: behind a reverse proxy every client looks
+//! local — set a token there).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,6 +51,14 @@ pub async fn require_admin(
         }
         .into_response();
     }
+    if state.admin.token.is_none() && proxied(headers) {
+        tracing::warn!(%peer, path = request.uri().path(), "admin request through a proxy, without a token, refused");
+        return ApiError::Forbidden {
+            code: "proxied_without_token",
+            detail: "this request came through a proxy (it carries forwarding headers); behind a proxy every client looks local, so admin endpoints need --admin-token".into(),
+        }
+        .into_response();
+    }
     if state.admin.token.is_none() && !loopback_host(headers) {
         tracing::warn!(%peer, path = request.uri().path(), "admin request with a non-loopback Host refused");
         return ApiError::Forbidden {
@@ -68,6 +77,18 @@ pub async fn require_admin(
         tracing::warn!(%peer, path = request.uri().path(), "admin access refused");
         ApiError::Unauthorized.into_response()
     }
+}
+
+/// Whether a reverse proxy forwarded the request (it names the original client).
+fn proxied(headers: &HeaderMap) -> bool {
+    [
+        "forwarded",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "x-real-ip",
+    ]
+    .iter()
+    .any(|name| headers.contains_key(*name))
 }
 
 /// Whether `Origin` names the origin the request was sent to (`http://` + its `Host`).
@@ -236,5 +257,11 @@ mod tests {
         assert!(!same_origin(b"http://evil.example", &local));
         assert!(!same_origin(b"null", &local));
         assert!(!same_origin(b"https://127.0.0.1:8080", &local));
+        assert!(proxied(&headers(&[(header::FORWARDED, "for=192.0.2.1")])));
+        assert!(proxied(&headers(&[(
+            header::HeaderName::from_static("x-forwarded-for"),
+            "192.0.2.1"
+        )])));
+        assert!(!proxied(&local));
     }
 }
