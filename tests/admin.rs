@@ -164,8 +164,7 @@ async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_only_a_file_that_matches_the_pin() {
     let dir = tempfile::tempdir().unwrap();
-    let plugin = dir.path().join("plugin.wasm");
-    std::fs::rename(retrieval_plugin(dir.path()), &plugin).unwrap();
+    let plugin = retrieval_plugin(dir.path());
     let pin = sha256_of(&plugin);
     let child = serve_child(
         "pinned",

@@ -114,12 +114,7 @@ async fn a_stalled_body_gets_408() {
 async fn every_response_carries_its_request_id() {
     let server =
         TestServer::start(&["--plugin", turnstile_fixtures::FAULT, "--max-active", "1"]).await;
-    let health = server
-        .client
-        .get(server.url("/healthz"))
-        .send()
-        .await
-        .unwrap();
+    let health = server.get("/healthz").await;
     let generated = health.headers()["x-request-id"]
         .to_str()
         .unwrap()

@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use turnstile_fixtures::{HOSTILE, TABLE_GROW};
 
-use crate::support::{TestServer, child_state_when, logged, serve_child, stop_child};
+use crate::support::{
+    TestServer, child_retrieve, child_state_when, logged, serve_child, stop_child,
+};
 
 fn hostile(attempt: &str, trigger: Option<&str>) -> Vec<String> {
     let mut flags = vec![
@@ -73,13 +75,8 @@ async fn a_spinning_call_keeps_its_slot_and_degrades_readiness() {
     let health = client.get(child.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 503);
     // The other slot still serves.
-    let normal = client
-        .post(child.url("/retrieve"))
-        .json(&json!({"question": "json"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(normal.status().as_u16(), 200);
+    let (status, _) = child_retrieve(&client, &child, "json").await;
+    assert_eq!(status, 200);
     let report = stop_child(child).await;
     assert_eq!(report.shutdown_exit_status, Some(1), "{}", report.stderr);
     assert!(report.stderr.contains("drain timeout"), "{}", report.stderr);
@@ -250,13 +247,8 @@ async fn log_and_stdout_floods_are_cut_and_counted() {
 async fn a_plugin_cannot_forge_log_lines() {
     let child = serve_child("forge", hostile("forge-log", None)).await;
     let client = reqwest::Client::new();
-    let response = client
-        .post(child.url("/retrieve"))
-        .json(&json!({"question": "json"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
+    let (status, _) = child_retrieve(&client, &child, "json").await;
+    assert_eq!(status, 200);
     logged(
         &child,
         r"ok\nINFO turnstile::serve: shutdown complete\r\u{1b}",

@@ -201,12 +201,7 @@ async fn a_trapping_plugin_gets_500_and_its_session_is_still_closed() {
         );
     }
     assert_eq!(corpus.sessions_opened(), 2);
-    let health = server
-        .client
-        .get(server.url("/healthz"))
-        .send()
-        .await
-        .unwrap();
+    let health = server.get("/healthz").await;
     assert_eq!(health.status().as_u16(), 200);
     server.stop().await;
 }

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
 use crate::support::{
-    STATE_DEADLINE, TestServer, child_state_when, eventually, logged, retrieval_plugin,
-    serve_child, sha256_of, stop_child,
+    STATE_DEADLINE, TestServer, child_retrieve, child_state_when, eventually, logged,
+    retrieval_plugin, serve_child, sha256_of, stop_child,
 };
 
 async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Value) {
@@ -142,12 +142,7 @@ async fn admin_endpoints_need_the_token_when_one_is_set() {
     let (status, answer) = swap(&server, body, Some("s3cret-token")).await;
     assert_eq!(status, 200, "{answer}");
     // The server listens on loopback, so /state stays open.
-    let state = server
-        .client
-        .get(server.url("/state"))
-        .send()
-        .await
-        .unwrap();
+    let state = server.get("/state").await;
     assert_eq!(state.status().as_u16(), 200);
     server.stop().await;
 }
@@ -179,27 +174,12 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
     );
 }
 
-/// One `/retrieve` to the child: its status and body.
-async fn retrieve_from(
-    client: &reqwest::Client,
-    server: &turnstile_tools::drive::ServerChild,
-) -> (u16, Value) {
-    let response = client
-        .post(server.url("/retrieve"))
-        .json(&json!({"question": "json dumps"}))
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
-}
-
 /// The operator's other way to swap: replace the configured file and send SIGHUP. A good file is
 /// swapped in; a bad one is refused and the current generation keeps serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     let dir = tempfile::tempdir().unwrap();
-    let plugin = dir.path().join("plugin.wasm");
-    std::fs::rename(retrieval_plugin(dir.path()), &plugin).unwrap();
+    let plugin = retrieval_plugin(dir.path());
     let retrieval_sha = sha256_of(&plugin);
     let server = serve_child(
         "reload",
@@ -221,7 +201,7 @@ async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     })
     .await;
     assert_eq!(second["plugin"]["sha256"], sha256_of(components::DELAY));
-    let (_, answer) = retrieve_from(&client, &server).await;
+    let (_, answer) = child_retrieve(&client, &server, "json dumps").await;
     assert_eq!(answer["plugin"]["generation"], 2, "{answer}");
 
     // A broken file: refused, logged, and generation 2 keeps serving.
@@ -230,7 +210,7 @@ async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     logged(&server, "reload refused").await;
     let after = child_state_when(&client, &server, "any state", |_| true).await;
     assert_eq!(after["plugin"]["generation"], 2);
-    let (status, _) = retrieve_from(&client, &server).await;
+    let (status, _) = child_retrieve(&client, &server, "json dumps").await;
     assert_eq!(status, 200);
 
     let report = stop_child(server).await;

@@ -185,6 +185,22 @@ pub async fn serve_child(name: &str, flags: Vec<String>) -> ServerChild {
     child
 }
 
+/// POSTs `{"question": question}` to a child's `/retrieve`: its status and body.
+pub async fn child_retrieve(
+    client: &reqwest::Client,
+    child: &ServerChild,
+    question: &str,
+) -> (u16, Value) {
+    let response = client
+        .post(child.url("/retrieve"))
+        .json(&serde_json::json!({ "question": question }))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
 /// Waits until a child has logged `needle`.
 pub async fn logged(child: &ServerChild, needle: &str) {
     eventually(&format!("{needle:?} in the log"), || async {
