@@ -15,5 +15,6 @@ mod gate;
 mod hostile;
 mod http;
 mod load;
+mod metrics;
 mod swap;
 mod valid_input;

@@ -20,7 +20,7 @@ pub use acquire::{Acquire, Refusal};
 pub use config::{GateConfig, GateConfigError};
 pub use events::{Event, EventStatus, MAX_EVENTS};
 pub use lease::{ClientWatch, Lease};
-pub use state::{Gate, LeaseSnapshot, Snapshot};
+pub use state::{Gate, LeaseSnapshot, Snapshot, Totals};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,27 @@ pub(super) struct GateState {
     events: EventLog,
     /// Recent execution time (exponentially weighted), for `Retry-After`.
     service_ewma: Option<f64>,
+    totals: Totals,
+}
+
+/// Counts over the gate's whole life: how every request that reached it ended (exactly one of
+/// `admitted`, `queue_full`, `wait_timeout`, `cancelled`), and more. For metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Requests that got a lease (at once, or after waiting).
+    pub admitted: u64,
+    /// Of those, the ones that waited in the queue first.
+    pub promoted: u64,
+    /// Refused because the queue was full.
+    pub queue_full: u64,
+    /// Refused because their wait deadline passed.
+    pub wait_timeout: u64,
+    /// Left the queue because their caller went away (never ran).
+    pub cancelled: u64,
+    /// Leases released (work really ended).
+    pub released: u64,
+    /// Leases whose client went away while their work ran on.
+    pub client_gone: u64,
 }
 
 struct LeaseRecord {
@@ -102,6 +123,8 @@ pub struct Snapshot {
     pub leases: Vec<LeaseSnapshot>,
     /// Leases whose client is gone while their work still runs.
     pub client_gone: usize,
+    /// Counts over the gate's life.
+    pub totals: Totals,
 }
 
 impl Gate {
@@ -120,6 +143,7 @@ impl Gate {
                     next_ticket: 0,
                     events: EventLog::default(),
                     service_ewma: None,
+                    totals: Totals::default(),
                 }),
                 config,
             }),
@@ -168,6 +192,7 @@ impl Gate {
             wait_seconds: self.inner.config.wait_deadline.as_secs_f64(),
             client_gone: leases.iter().filter(|l| l.client_gone).count(),
             leases,
+            totals: state.totals,
         }
     }
 }
@@ -189,6 +214,7 @@ impl GateInner {
         if state.leases.len() < self.config.max_active && state.waiters.is_empty() {
             let grant = state.grant(ticket, now);
             state.log(EventStatus::Admitted);
+            state.totals.admitted += 1;
             Entry::Admitted(grant)
         } else if state.waiters.len() < self.config.max_waiting {
             let key = state.waiters.push_back(ticket, waker.clone());
@@ -196,6 +222,7 @@ impl GateInner {
             Entry::Queued(key)
         } else {
             state.log(EventStatus::QueueFull);
+            state.totals.queue_full += 1;
             let retry_after = state.retry_after(self.config.max_active);
             Entry::QueueFull { retry_after }
         }
@@ -205,6 +232,8 @@ impl GateInner {
     pub(super) fn pick_up(&self, key: WaiterKey, waker: &Waker) -> Pickup {
         let mut state = self.lock();
         if let Some(lease) = state.waiters.take_promoted(key) {
+            state.totals.admitted += 1;
+            state.totals.promoted += 1;
             return Pickup::Granted(state.grant_of(lease, key.ticket));
         }
         if let Some(slot) = state.waiters.waker_mut(key) {
@@ -221,9 +250,14 @@ impl GateInner {
     pub(super) fn expire(&self, key: WaiterKey) -> Result<Grant, Duration> {
         let mut state = self.lock();
         match state.waiters.remove(key) {
-            Some(Left::Promoted { lease }) => Ok(state.grant_of(lease, key.ticket)),
+            Some(Left::Promoted { lease }) => {
+                state.totals.admitted += 1;
+                state.totals.promoted += 1;
+                Ok(state.grant_of(lease, key.ticket))
+            }
             Some(Left::Waiting) | None => {
                 state.log(EventStatus::WaitTimeout);
+                state.totals.wait_timeout += 1;
                 Err(state.retry_after(self.config.max_active))
             }
         }
@@ -234,8 +268,13 @@ impl GateInner {
     pub(super) fn cancel(&self, key: WaiterKey) {
         let mut state = self.lock();
         match state.waiters.remove(key) {
-            Some(Left::Waiting) => state.log(EventStatus::WaitCancelled),
+            Some(Left::Waiting) => {
+                state.log(EventStatus::WaitCancelled);
+                state.totals.cancelled += 1;
+            }
             Some(Left::Promoted { lease }) => {
+                // Handed a lease it never picked up: it never ran.
+                state.totals.cancelled += 1;
                 let lease = LeaseKey {
                     slot: lease,
                     ticket: key.ticket,
@@ -266,10 +305,13 @@ impl GateInner {
     pub(super) fn mark_client_gone(&self, key: LeaseKey) {
         // The ticket check matters: the watch may outlive its lease, and the slot may since
         // hold another request's lease.
-        if let Some(record) = self.lock().leases.get_mut(key.slot)
+        let mut state = self.lock();
+        if let Some(record) = state.leases.get_mut(key.slot)
             && record.ticket == key.ticket
+            && !record.client_gone
         {
             record.client_gone = true;
+            state.totals.client_gone += 1;
         }
     }
 }
@@ -320,6 +362,7 @@ impl GateState {
             Some(avg) => 0.8 * avg + 0.2 * held,
         });
         self.log(EventStatus::Released);
+        self.totals.released += 1;
         debug_assert!(self.leases.len() < config.max_active);
         let leases = &mut self.leases;
         let (_, waker) = self.waiters.promote_front(|ticket| {

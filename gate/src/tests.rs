@@ -272,9 +272,13 @@ mod properties {
                 let mut pending: Vec<(Acquire, bool)> = Vec::new();
                 let mut leases: Vec<Lease> = Vec::new();
                 let mut granted_from_queue: Vec<u64> = Vec::new();
+                let mut acquires = 0u64;
                 for op in ops {
                     match op {
-                        Op::Acquire => pending.push((gate.acquire(), false)),
+                        Op::Acquire => {
+                            acquires += 1;
+                            pending.push((gate.acquire(), false));
+                        }
                         Op::PollAll => {}
                         Op::Cancel(i) if !pending.is_empty() => {
                             let i = i % pending.len();
@@ -322,6 +326,11 @@ mod properties {
                 let released = s.events.iter().filter(|e| e.status == Released).count();
                 let handed_out = s.events.iter().filter(|e| matches!(e.status, Admitted | Promoted)).count();
                 prop_assert_eq!(released, handed_out);
+                // Every request ended in exactly one outcome, and every lease was released.
+                let t = s.totals;
+                prop_assert_eq!(t.admitted + t.queue_full + t.wait_timeout + t.cancelled, acquires);
+                prop_assert_eq!(t.released as usize, released);
+                prop_assert!(t.admitted <= t.released && t.promoted <= t.admitted);
                 Ok(())
             })?;
         }

@@ -43,6 +43,7 @@ fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
         cache_dir: Some(cache.join("plugins")),
         pooling,
         call_deadline: None,
+        host_metrics: None,
     })
     .expect("plugin runtime");
     eprintln!(

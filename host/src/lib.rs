@@ -11,6 +11,7 @@
 pub mod cache;
 pub mod check;
 pub mod http;
+pub mod metrics;
 pub mod plugin;
 pub mod serve;
 pub mod swap;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::check::{Check, smoke};
 use crate::corpus::{CorpusError, CorpusIndex, CorpusPool};
+use crate::metrics::Metrics;
 use crate::plugin::{
     Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSlot, PluginSource,
     Sha256Hex,
@@ -107,6 +108,14 @@ pub enum Trigger {
     },
 }
 
+/// The two engines a swap uses.
+pub struct Runtimes {
+    /// Where plugins serve: no epoch interruption, no fuel.
+    pub serving: Arc<PluginRuntime>,
+    /// Where candidates' smoke checks run, each call under a deadline.
+    pub conformance: Arc<PluginRuntime>,
+}
+
 /// What a swap needs, shared by `serve`, SIGHUP and `/admin/plugin`.
 pub struct HotSwap {
     slot: Arc<PluginSlot>,
@@ -116,31 +125,34 @@ pub struct HotSwap {
     default_config: PluginConfig,
     idle_connections: usize,
     pin: std::sync::Mutex<Option<Sha256Hex>>,
+    metrics: Arc<Metrics>,
 }
 
 impl HotSwap {
-    /// Swaps into `slot`, compiling with `runtime`; a candidate's smoke checks run on
-    /// `conformance` (a runtime with a call deadline: conformance work is not serving, so a
-    /// looping or hung candidate is stopped there and refused). Each candidate gets its own pool
+    /// Swaps into `slot`, compiling with the serving runtime (and counting each swap in
+    /// `metrics`); a candidate's smoke checks run on the conformance runtime (a call deadline:
+    /// conformance work is not serving, so a looping or hung candidate is stopped there and
+    /// refused). Each candidate gets its own pool
     /// of at most `idle_connections` idle connections over `corpus`, and `default_config` unless
     /// the swap names its own.
     pub fn new(
         slot: Arc<PluginSlot>,
-        runtime: Arc<PluginRuntime>,
-        conformance: Arc<PluginRuntime>,
+        runtimes: Runtimes,
         corpus: Arc<CorpusIndex>,
         default_config: PluginConfig,
         idle_connections: usize,
         pin: Option<Sha256Hex>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             slot,
-            runtime,
-            conformance,
+            runtime: runtimes.serving,
+            conformance: runtimes.conformance,
             corpus,
             default_config,
             idle_connections,
             pin: std::sync::Mutex::new(pin),
+            metrics,
         }
     }
 
@@ -163,6 +175,22 @@ impl HotSwap {
         config: Option<PluginConfig>,
     ) -> Result<Swapped, SwapError> {
         let started = Instant::now();
+        let outcome = self.try_swap(source, trigger, config, started);
+        let result = match &outcome {
+            Ok(_) => "swapped",
+            Err(e) => e.code(),
+        };
+        self.metrics.swap(result, started.elapsed());
+        outcome
+    }
+
+    fn try_swap(
+        &self,
+        source: PluginSource,
+        trigger: Trigger,
+        config: Option<PluginConfig>,
+        started: Instant,
+    ) -> Result<Swapped, SwapError> {
         let _one_at_a_time = self.slot.begin_swap();
         let previous = self.slot.current();
         let pinned = self.pin();

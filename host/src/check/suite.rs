@@ -138,6 +138,7 @@ pub fn run_suite(
         cache_dir: None,
         pooling: false,
         call_deadline: Some(call_deadline),
+        host_metrics: None,
     })?;
     let mut suite = Suite {
         checks: Vec::new(),

@@ -36,7 +36,7 @@ pub async fn require_admin(
     request: Request,
     next: Next,
 ) -> Response {
-    let is_state = request.uri().path() == "/state";
+    let is_state = matches!(request.uri().path(), "/state" | "/metrics");
     if is_state && !state.admin.protect_state {
         return next.run(request).await;
     }

@@ -90,8 +90,26 @@ impl ApiError {
     }
 }
 
+/// A response extension naming the code of an edge rejection, for the metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct Rejected(pub &'static str);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let rejected = match &self {
+            Self::Invalid { code, .. } => Some(Rejected(code)),
+            _ => None,
+        };
+        let mut response = self.respond();
+        if let Some(rejected) = rejected {
+            response.extensions_mut().insert(rejected);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    fn respond(self) -> Response {
         match self {
             Self::Invalid {
                 status,

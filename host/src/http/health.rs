@@ -88,3 +88,15 @@ pub fn plugin_body(state: &AppState) -> Value {
         "generation": generation.number,
     })
 }
+
+/// `GET /metrics`: every metric in the Prometheus text exposition format (`docs/METRICS.md`), under the
+/// same access rule as `/state`.
+pub async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(&state.gate, &state.plugins),
+    )
+}

@@ -19,12 +19,23 @@ pub use request_id::{MAX_REQUEST_ID_BYTES, REQUEST_ID_HEADER, RequestId};
 pub use retrieve::{MAX_BODY_BYTES, RetrieveRequest};
 pub use state::{AdminPolicy, AppState, HealthPolicy, Policies};
 
+/// Every route of the service (the `route` label of the response metrics).
+pub const ROUTES: &[&str] = &[
+    "/retrieve",
+    "/healthz",
+    "/readyz",
+    "/state",
+    "/metrics",
+    "/admin/plugin",
+];
+
 /// The service's routes over `state`. Tests drive it with `oneshot` or a real socket.
 pub fn app(state: AppState) -> Router {
     // Operator endpoints: a bearer token, or loopback when none is set (see `AdminPolicy`).
     let operator = Router::new()
         .route("/admin/plugin", post(admin::swap_plugin))
         .route("/state", get(health::state))
+        .route("/metrics", get(health::metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             admin::require_admin,

@@ -3,13 +3,14 @@
 //! well-formed one, else the number. Everything logged while the request is handled, on the
 //! async side and on its worker thread, is inside a `request` span carrying both.
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
 use super::AppState;
+use super::error::Rejected;
 
 /// The header that carries a request's id, in and out.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -56,13 +57,29 @@ pub async fn request_scope(
         method = %request.method(),
         path = request.uri().path(),
     );
+    let route = route_of(request.extensions().get::<MatchedPath>());
     request.extensions_mut().insert(RequestId {
         number,
         header: header.clone(),
     });
     let mut response = next.run(request).instrument(span).await;
     response.headers_mut().insert(REQUEST_ID_HEADER, header);
+    state.metrics.response(route, response.status().as_u16());
+    if let Some(Rejected(code)) = response.extensions().get::<Rejected>() {
+        state.metrics.rejection(code);
+    }
     response
+}
+
+/// The route a request matched, as a metric label: one of the service's routes, else `other`
+/// (no label value comes from what a client sent).
+fn route_of(matched: Option<&MatchedPath>) -> &'static str {
+    let path = matched.map_or("", MatchedPath::as_str);
+    super::ROUTES
+        .iter()
+        .find(|r| **r == path)
+        .copied()
+        .unwrap_or("other")
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use super::body::{read_body, require_json};
 use super::{ApiError, AppState, RequestId};
-use crate::plugin::Source;
+use crate::metrics::CallOutcome;
+use crate::plugin::{PluginError, Source};
 
 /// Largest request body accepted (413 beyond): a question is at most 500 characters.
 pub const MAX_BODY_BYTES: usize = 8 * 1024;
@@ -214,6 +215,7 @@ pub async fn retrieve(
     // The generation is fixed at admission: a swap from here on does not affect this request.
     let generation = state.plugins.current();
     let plugin = Arc::clone(&generation.plugin);
+    let metrics = Arc::clone(&state.metrics);
     // The worker logs inside this request's span, like the handler.
     let span = tracing::Span::current();
     let worker = tokio::task::spawn_blocking(move || {
@@ -222,9 +224,12 @@ pub async fn retrieve(
         // call has returned, failed, trapped or panicked — and not a moment earlier.
         let lease = lease;
         let started = std::time::Instant::now();
-        let result = plugin.retrieve(&request.question, request.limit, request_id);
+        let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
         let execution_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (waited, held) = (lease.waited(), lease.held());
         drop(lease);
+        metrics.admitted(waited, held);
+        metrics.call(call_outcome(&result), stats.instantiate);
         (result, execution_ms)
     });
     let outcome = worker.await;
@@ -250,8 +255,19 @@ pub async fn retrieve(
         }
         Err(join) => {
             tracing::error!(plugin = generation.plugin.name(), error = %join, "plugin worker panicked");
+            state.metrics.call(CallOutcome::Trap, Default::default());
             Err(ApiError::Internal { request_id })
         }
+    }
+}
+
+/// How a plugin call ended, as the metrics count it.
+fn call_outcome(result: &Result<Vec<Source>, PluginError>) -> CallOutcome {
+    match result {
+        Ok(_) => CallOutcome::Ok,
+        Err(PluginError::Guest(_)) => CallOutcome::PluginError,
+        Err(PluginError::Contract(_)) => CallOutcome::Contract,
+        Err(_) => CallOutcome::Trap,
     }
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::cache::Cache;
 use crate::corpus::CorpusIndex;
 use crate::gate::Gate;
+use crate::metrics::Metrics;
 use crate::plugin::{Allocator, Plugin, PluginSlot};
 use crate::serve::EdgeLimits;
 use crate::swap::HotSwap;
@@ -32,6 +33,8 @@ pub struct AppState {
     /// Connections open now (kept by the edge).
     pub connections: Arc<std::sync::atomic::AtomicUsize>,
     request_ids: Arc<AtomicU64>,
+    /// What `/metrics` shows.
+    pub metrics: Arc<Metrics>,
     /// Keeps a temporary cache directory (the index) alive as long as the server.
     _cache: Arc<Cache>,
 }
@@ -68,6 +71,7 @@ impl AppState {
         gate: Gate,
         policies: Policies,
         cache: Arc<Cache>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             plugins: Arc::clone(swap.slot()),
@@ -80,6 +84,7 @@ impl AppState {
             health: policies.health,
             connections: Arc::default(),
             request_ids: Arc::new(AtomicU64::new(1)),
+            metrics,
             _cache: cache,
         }
     }

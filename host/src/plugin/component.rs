@@ -14,6 +14,7 @@ use super::host::{HostState, limiter};
 use super::output::{MAX_CAPTURED_OUTPUT, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOGGED_TEXT, sanitize};
 use super::{ContractViolation, Incompatibility, PluginError, PluginRuntime};
 use crate::corpus::{CorpusPool, SessionLimits};
+use crate::metrics::HostCallMetrics;
 
 /// The default retrieval plugin, built from `plugins/retrieval` by this crate's build script and
 /// embedded in the binary.
@@ -39,6 +40,8 @@ const MAX_SOURCE_SNIPPET: usize = 1024;
 /// What one call used.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CallStats {
+    /// Creating the call's instance (its store, memory image and imports).
+    pub instantiate: Duration,
     /// The largest linear memory the call was granted, in bytes.
     pub peak_memory: usize,
     /// The largest linear memory the call asked for, granted or refused, in bytes: above the
@@ -151,6 +154,7 @@ pub struct Plugin {
     config: Arc<PluginConfig>,
     memory_limit: usize,
     call_deadline: Option<Duration>,
+    host_metrics: Option<Arc<HostCallMetrics>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -228,6 +232,7 @@ impl Plugin {
             config: Arc::new(config),
             memory_limit: runtime.options.memory_limit,
             call_deadline: runtime.options.call_deadline,
+            host_metrics: runtime.options.host_metrics.clone(),
         })
     }
 
@@ -273,6 +278,7 @@ impl Plugin {
             Arc::clone(&self.name),
             request_id,
             self.memory_limit,
+            self.host_metrics.clone(),
         );
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(limiter);
@@ -282,13 +288,15 @@ impl Plugin {
             store.set_epoch_deadline(1);
             store.epoch_deadline_trap();
         }
-        let outcome = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
+        let started = std::time::Instant::now();
+        let instance = self.pre.instantiate(&mut store);
+        let instantiate = started.elapsed();
+        let outcome =
+            instance.and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
         let (output_dropped_bytes, log_dropped_messages) = self.log_output(&mut store, request_id);
         let limits = &store.data().limits;
         let stats = CallStats {
+            instantiate,
             peak_memory: limits.peak_memory,
             requested_memory: limits.requested_memory,
             requested_table_elements: limits.requested_table_elements,
@@ -488,6 +496,7 @@ mod tests {
             cache_dir: None,
             pooling,
             call_deadline: None,
+            host_metrics: None,
         })
         .unwrap()
     }

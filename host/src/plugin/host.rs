@@ -2,6 +2,7 @@
 //! and a WASI context that grants nothing (no files, sockets, environment or arguments).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreLimits};
@@ -11,6 +12,7 @@ use super::PluginConfig;
 use super::bindings::turnstile::retrieval::{config, corpus, log};
 use super::output::{CapturedOutput, LogBudget, MAX_LOG_MESSAGE, sanitize};
 use crate::corpus::{CorpusError, CorpusPool, CorpusSession};
+use crate::metrics::{HostCallKind, HostCallMetrics, HostCallOutcome};
 
 /// At most this many corpus sessions may be open at once within one call; it bounds how many
 /// pooled connections a single (possibly hostile) plugin call can hold.
@@ -41,6 +43,7 @@ pub struct HostState {
     pub(super) stdout: CapturedOutput,
     pub(super) stderr: CapturedOutput,
     pub(super) log_budget: LogBudget,
+    metrics: Option<Arc<HostCallMetrics>>,
 }
 
 impl HostState {
@@ -50,6 +53,7 @@ impl HostState {
         plugin: Arc<str>,
         request_id: u64,
         memory_limit: usize,
+        metrics: Option<Arc<HostCallMetrics>>,
     ) -> Self {
         let stdout = CapturedOutput::default();
         let stderr = CapturedOutput::default();
@@ -89,6 +93,7 @@ impl HostState {
             stdout,
             stderr,
             log_budget: LogBudget::default(),
+            metrics,
         }
     }
 }
@@ -179,16 +184,45 @@ fn to_wit(error: CorpusError) -> corpus::CorpusError {
     }
 }
 
+impl HostState {
+    /// Ends one corpus host call begun at `started`: counts and times it (when measured), and
+    /// turns the corpus's typed error into the contract's.
+    fn finish<T>(
+        &self,
+        kind: HostCallKind,
+        started: Instant,
+        result: Result<T, CorpusError>,
+    ) -> Result<T, corpus::CorpusError> {
+        if let Some(metrics) = &self.metrics {
+            let outcome = match &result {
+                Ok(_) => HostCallOutcome::Ok,
+                Err(CorpusError::TimedOut { .. }) => HostCallOutcome::Timeout,
+                Err(_) => HostCallOutcome::Error,
+            };
+            metrics.observe(kind, outcome, started.elapsed());
+        }
+        result.map_err(to_wit)
+    }
+}
+
 impl corpus::Host for HostState {}
 
 impl corpus::HostSession for HostState {
     fn open(&mut self) -> wasmtime::Result<Result<Resource<CorpusSession>, corpus::CorpusError>> {
         if self.open_sessions >= MAX_OPEN_SESSIONS {
+            if let Some(metrics) = &self.metrics {
+                metrics.observe(
+                    HostCallKind::Open,
+                    HostCallOutcome::Error,
+                    Default::default(),
+                );
+            }
             return Ok(Err(corpus::CorpusError::TooManySessions));
         }
-        let session = match self.corpus.session() {
+        let started = Instant::now();
+        let session = match self.finish(HostCallKind::Open, started, self.corpus.session()) {
             Ok(s) => s,
-            Err(e) => return Ok(Err(to_wit(e))),
+            Err(e) => return Ok(Err(e)),
         };
         let handle = self.table.push(session)?;
         self.open_sessions += 1;
@@ -201,9 +235,10 @@ impl corpus::HostSession for HostState {
         expression: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<corpus::Candidate>, corpus::CorpusError>> {
-        let session = self.table.get(&session)?;
-        Ok(session
-            .search(&expression, limit)
+        let started = Instant::now();
+        let found = self.table.get(&session)?.search(&expression, limit);
+        Ok(self
+            .finish(HostCallKind::Search, started, found)
             .map(|hits| {
                 hits.into_iter()
                     .map(|c| corpus::Candidate {
@@ -213,8 +248,7 @@ impl corpus::HostSession for HostState {
                         rank: c.rank,
                     })
                     .collect()
-            })
-            .map_err(to_wit))
+            }))
     }
 
     fn rank(
@@ -223,20 +257,18 @@ impl corpus::HostSession for HostState {
         expression: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<corpus::Ranked>, corpus::CorpusError>> {
-        let session = self.table.get(&session)?;
-        Ok(session
-            .rank(&expression, limit)
-            .map(|hits| {
-                hits.into_iter()
-                    .map(|r| corpus::Ranked {
-                        id: r.id,
-                        title: r.title,
-                        rank: r.rank,
-                        doc: r.doc,
-                    })
-                    .collect()
-            })
-            .map_err(to_wit))
+        let started = Instant::now();
+        let found = self.table.get(&session)?.rank(&expression, limit);
+        Ok(self.finish(HostCallKind::Rank, started, found).map(|hits| {
+            hits.into_iter()
+                .map(|r| corpus::Ranked {
+                    id: r.id,
+                    title: r.title,
+                    rank: r.rank,
+                    doc: r.doc,
+                })
+                .collect()
+        }))
     }
 
     fn snippet(
@@ -245,8 +277,9 @@ impl corpus::HostSession for HostState {
         expression: String,
         doc: u64,
     ) -> wasmtime::Result<Result<Option<String>, corpus::CorpusError>> {
-        let session = self.table.get(&session)?;
-        Ok(session.snippet(&expression, doc).map_err(to_wit))
+        let started = Instant::now();
+        let found = self.table.get(&session)?.snippet(&expression, doc);
+        Ok(self.finish(HostCallKind::Snippet, started, found))
     }
 
     fn get(
@@ -254,25 +287,25 @@ impl corpus::HostSession for HostState {
         session: Resource<CorpusSession>,
         id: String,
     ) -> wasmtime::Result<Result<Option<corpus::Document>, corpus::CorpusError>> {
-        let session = self.table.get(&session)?;
-        Ok(session
-            .get(&id)
-            .map(|doc| {
-                doc.map(|d| corpus::Document {
-                    id: d.id,
-                    kind: d.kind,
-                    title: d.title,
-                    text: d.text,
-                })
+        let started = Instant::now();
+        let found = self.table.get(&session)?.get(&id);
+        Ok(self.finish(HostCallKind::Get, started, found).map(|doc| {
+            doc.map(|d| corpus::Document {
+                id: d.id,
+                kind: d.kind,
+                title: d.title,
+                text: d.text,
             })
-            .map_err(to_wit))
+        }))
     }
 
     fn count(
         &mut self,
         session: Resource<CorpusSession>,
     ) -> wasmtime::Result<Result<u64, corpus::CorpusError>> {
-        Ok(Ok(self.table.get(&session)?.count()))
+        let started = Instant::now();
+        let count = self.table.get(&session)?.count();
+        Ok(self.finish(HostCallKind::Count, started, Ok(count)))
     }
 
     fn drop(&mut self, session: Resource<CorpusSession>) -> wasmtime::Result<()> {

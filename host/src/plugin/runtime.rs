@@ -39,6 +39,8 @@ pub struct RuntimeOptions {
     /// still running at the deadline is stopped — or, if it is blocked in a host call (a sleep),
     /// abandoned — and refused with [`PluginError::TimedOut`].
     pub call_deadline: Option<std::time::Duration>,
+    /// Where calls' corpus host calls are counted and timed (`None`: not measured).
+    pub host_metrics: Option<std::sync::Arc<crate::metrics::HostCallMetrics>>,
 }
 
 /// The engine and linker shared by every plugin of the process.

@@ -18,8 +18,9 @@ use crate::cache::Cache;
 use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
 use crate::gate::Gate;
 use crate::http::{AdminPolicy, AppState, Policies, app};
+use crate::metrics::Metrics;
 use crate::plugin::{Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
-use crate::swap::{HotSwap, Trigger};
+use crate::swap::{HotSwap, Runtimes, Trigger};
 
 /// Idle read-only connections kept for reuse.
 pub const MAX_IDLE_CONNECTIONS: usize = 16;
@@ -28,6 +29,7 @@ pub const MAX_IDLE_CONNECTIONS: usize = 16;
 pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let plugin_config = args.plugin_config()?;
     let gate_config = args.gate_config()?;
+    let metrics = Arc::new(Metrics::new());
     let cache = Cache::open(args.cache_dir.as_deref()).context("creating a cache directory")?;
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
     let corpus = read_corpus(args.corpus.as_deref())?;
@@ -45,6 +47,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         cache_dir: precompiled.clone(),
         pooling: true,
         call_deadline: None,
+        host_metrics: Some(metrics.host_calls()),
     })?;
     // Where a swap candidate's smoke checks run: not the serving engine (no epoch
     // interruption there), but one whose calls have a deadline.
@@ -54,6 +57,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         cache_dir: precompiled,
         pooling: false,
         call_deadline: Some(crate::check::CALL_DEADLINE),
+        host_metrics: None,
     })?;
     let source = args.plugin_source();
     let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
@@ -79,24 +83,30 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let index = Arc::new(index);
     let swap = HotSwap::new(
         Arc::new(PluginSlot::new(plugin, source)),
-        Arc::new(runtime),
-        Arc::new(conformance),
+        Runtimes {
+            serving: Arc::new(runtime),
+            conformance: Arc::new(conformance),
+        },
         Arc::clone(&index),
         plugin_config,
         MAX_IDLE_CONNECTIONS,
         args.plugin_sha256.clone(),
+        Arc::clone(&metrics),
     );
+    let swap = Arc::new(swap);
+    let gate = Gate::new(gate_config);
     Ok(AppState::new(
-        Arc::new(swap),
+        swap,
         index,
         allocator,
-        Gate::new(gate_config),
+        gate,
         Policies {
             admin,
             edge: args.edge_limits(),
             health: args.health_policy(),
         },
         Arc::new(cache),
+        metrics,
     ))
 }
 
@@ -150,9 +160,20 @@ pub async fn run(
     }
     let gate = state.gate.clone();
     let limits = state.edge;
+    let upkeep = {
+        let metrics = Arc::clone(&state.metrics);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(crate::metrics::UPKEEP_INTERVAL);
+            loop {
+                every.tick().await;
+                metrics.upkeep();
+            }
+        })
+    };
     tracing::info!(%addr, "turnstile ready: listening on http://{addr}");
     let open = Arc::clone(&state.connections);
     let draining = edge::accept(listener, app(state), limits, open, shutdown).await;
+    upkeep.abort();
     let deadline = tokio::time::Instant::now() + drain;
     tracing::info!(
         drain_ms = drain.as_millis() as u64,

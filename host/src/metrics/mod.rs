@@ -1,0 +1,281 @@
+//! Prometheus metrics (`GET /metrics`, the Prometheus text exposition format rendered by
+//! `metrics-exporter-prometheus`). Each server has its own recorder (no process-global one: a
+//! test process runs many servers). What happens is counted where it happens — the handlers, the
+//! plugin's host calls, swaps; what *is* — the gate's counts and limits and lifetime totals, the
+//! serving plugin, open sessions, the process — is read at each scrape ([`Metrics::render`]).
+//! No label takes a value a request chose: routes, outcomes, codes and kinds are fixed sets.
+//! `docs/METRICS.md` lists every metric.
+
+mod names;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+use metrics_util::MetricKindMask;
+
+use names::{CALL_OUTCOMES, DESCRIPTIONS, HOST_CALL_KINDS, HOST_CALL_OUTCOMES};
+pub use names::{CallOutcome, HostCallKind, HostCallOutcome};
+
+use crate::gate::Gate;
+use crate::plugin::PluginSlot;
+
+/// Upper bounds of every duration histogram, in seconds: 1 ms doubling to 65.5 s.
+pub fn duration_buckets() -> Vec<f64> {
+    (0..17).map(|i| 0.001 * f64::from(1u32 << i)).collect()
+}
+
+/// How often observations recorded into histograms are folded into their buckets (also at every
+/// scrape): until then they wait in a queue, so this bounds the queue to what this long records.
+pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long a gauge may go without being set before it is dropped (they are set at each scrape).
+const GAUGE_IDLE: Duration = Duration::from_secs(1);
+
+/// Every metric of one server.
+#[derive(Debug)]
+pub struct Metrics {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    started: f64,
+    queue_wait: Histogram,
+    execution: Histogram,
+    instantiate: Histogram,
+    swap_duration: Histogram,
+    calls: [Counter; 4],
+    host: Arc<HostCallMetrics>,
+}
+
+/// The plugin host calls' metrics (shared with every plugin instance's store).
+#[derive(Debug)]
+pub struct HostCallMetrics {
+    calls: Vec<Counter>,
+    time: Vec<Histogram>,
+}
+
+impl HostCallMetrics {
+    /// One corpus host call of `kind` that took `elapsed` and ended in `outcome`.
+    pub fn observe(&self, kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
+        let (k, o) = (kind as usize, outcome as usize);
+        self.calls[k * HOST_CALL_OUTCOMES.len() + o].increment(1);
+        self.time[k].record(elapsed.as_secs_f64());
+    }
+}
+
+const META: Metadata<'static> = Metadata::new("turnstile", metrics::Level::INFO, None);
+
+impl Metrics {
+    /// A recorder with every metric described and the fixed series created (at zero).
+    pub fn new() -> Self {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(&duration_buckets())
+            .unwrap_or_else(|_| unreachable!("the bucket list is not empty"))
+            // Gauges are all set at each scrape: one not set for a second is stale.
+            .idle_timeout(MetricKindMask::GAUGE, Some(GAUGE_IDLE))
+            .build_recorder();
+        for (name, kind, help) in DESCRIPTIONS {
+            let (name, help) = (KeyName::from(*name), (*help).into());
+            match kind {
+                names::Kind::Counter => recorder.describe_counter(name, None, help),
+                names::Kind::Gauge => recorder.describe_gauge(name, None, help),
+                names::Kind::Histogram => recorder.describe_histogram(name, None, help),
+            }
+        }
+        let counter = |name: &'static str, labels: Vec<Label>| {
+            recorder.register_counter(&Key::from_parts(name, labels), &META)
+        };
+        let histogram = |name: &'static str, labels: Vec<Label>| {
+            recorder.register_histogram(&Key::from_parts(name, labels), &META)
+        };
+        let calls = CALL_OUTCOMES.map(|o| {
+            counter(
+                "turnstile_plugin_calls_total",
+                vec![Label::new("outcome", o.as_str())],
+            )
+        });
+        let mut host_calls = Vec::new();
+        let mut host_time = Vec::new();
+        for kind in HOST_CALL_KINDS {
+            for outcome in HOST_CALL_OUTCOMES {
+                host_calls.push(counter(
+                    "turnstile_corpus_host_calls_total",
+                    vec![
+                        Label::new("kind", kind.as_str()),
+                        Label::new("outcome", outcome.as_str()),
+                    ],
+                ));
+            }
+            host_time.push(histogram(
+                "turnstile_corpus_host_call_seconds",
+                vec![Label::new("kind", kind.as_str())],
+            ));
+        }
+        Self {
+            queue_wait: histogram("turnstile_gate_queue_wait_seconds", vec![]),
+            execution: histogram("turnstile_gate_execution_seconds", vec![]),
+            instantiate: histogram("turnstile_plugin_instantiate_seconds", vec![]),
+            swap_duration: histogram("turnstile_plugin_swap_duration_seconds", vec![]),
+            calls,
+            host: Arc::new(HostCallMetrics {
+                calls: host_calls,
+                time: host_time,
+            }),
+            handle: recorder.handle(),
+            recorder,
+            started: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        }
+    }
+
+    fn counter(&self, name: &'static str, labels: Vec<Label>) -> Counter {
+        self.recorder
+            .register_counter(&Key::from_parts(name, labels), &META)
+    }
+
+    fn gauge(&self, name: &'static str, labels: Vec<Label>) -> Gauge {
+        self.recorder
+            .register_gauge(&Key::from_parts(name, labels), &META)
+    }
+
+    /// The text of every metric now, with the server's state read at this instant.
+    pub fn render(&self, gate: &Gate, plugins: &PluginSlot) -> String {
+        let snapshot = gate.snapshot();
+        self.gauge("turnstile_gate_active", vec![])
+            .set(snapshot.active as f64);
+        self.gauge("turnstile_gate_waiting", vec![])
+            .set(snapshot.waiting as f64);
+        self.gauge("turnstile_gate_max_active", vec![])
+            .set(snapshot.max_active as f64);
+        self.gauge("turnstile_gate_max_waiting", vec![])
+            .set(snapshot.max_waiting as f64);
+        let t = snapshot.totals;
+        for (outcome, value) in [
+            ("admitted", t.admitted),
+            ("queue_full", t.queue_full),
+            ("wait_timeout", t.wait_timeout),
+            ("cancelled", t.cancelled),
+        ] {
+            self.counter(
+                "turnstile_gate_requests_total",
+                vec![Label::new("outcome", outcome)],
+            )
+            .absolute(value);
+        }
+        self.counter("turnstile_gate_client_gone_total", vec![])
+            .absolute(t.client_gone);
+        let generation = plugins.current();
+        self.gauge("turnstile_plugin_generation", vec![])
+            .set(generation.number as f64);
+        // One series: the serving plugin's (the info of a replaced one would linger otherwise).
+        let plugin_info = Key::from_parts(
+            "turnstile_plugin_info",
+            vec![
+                Label::new("name", generation.plugin.name().to_owned()),
+                Label::new("sha256", generation.plugin.sha256().to_owned()),
+                Label::new("generation", generation.number.to_string()),
+            ],
+        );
+        self.recorder.register_gauge(&plugin_info, &META).set(1.0);
+        self.gauge("turnstile_corpus_sessions_open", vec![])
+            .set(generation.plugin.corpus().live_sessions() as f64);
+        self.gauge(
+            "turnstile_build_info",
+            vec![
+                Label::new("version", env!("CARGO_PKG_VERSION")),
+                Label::new("git_commit", env!("TURNSTILE_GIT_COMMIT")),
+                Label::new("wasmtime_version", env!("TURNSTILE_WASMTIME_VERSION")),
+            ],
+        )
+        .set(1.0);
+        self.gauge("process_start_time_seconds", vec![])
+            .set(self.started);
+        if let Some(resident) = resident_bytes() {
+            self.gauge("process_resident_memory_bytes", vec![])
+                .set(resident as f64);
+        }
+        if let Some(fds) = open_fds() {
+            self.gauge("process_open_fds", vec![]).set(fds as f64);
+        }
+        // Every gauge was just set; one not set now (a swapped-out plugin's info) is idle and
+        // goes, so only the serving plugin is described.
+        self.handle.run_upkeep();
+        self.handle.render()
+    }
+
+    /// Folds recorded observations into their histograms; run every [`UPKEEP_INTERVAL`].
+    pub fn upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+
+    /// An admitted request's wait for its lease, and then how long its lease was held.
+    pub fn admitted(&self, waited: Duration, held: Duration) {
+        self.queue_wait.record(waited.as_secs_f64());
+        self.execution.record(held.as_secs_f64());
+    }
+
+    /// A response on `route` (a route template or `other`) with `status`.
+    pub fn response(&self, route: &'static str, status: u16) {
+        let class = match status {
+            100..=199 => "1xx",
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        self.counter(
+            "turnstile_http_responses_total",
+            vec![Label::new("route", route), Label::new("class", class)],
+        )
+        .increment(1);
+    }
+
+    /// A request refused at the edge with `code`.
+    pub fn rejection(&self, code: &'static str) {
+        self.counter(
+            "turnstile_http_request_rejections_total",
+            vec![Label::new("code", code)],
+        )
+        .increment(1);
+    }
+
+    /// A plugin call's outcome and its instantiation time.
+    pub fn call(&self, outcome: CallOutcome, instantiate: Duration) {
+        self.calls[outcome as usize].increment(1);
+        self.instantiate.record(instantiate.as_secs_f64());
+    }
+
+    /// A swap's result (`swapped`, or the refusal's code) and duration.
+    pub fn swap(&self, result: &'static str, elapsed: Duration) {
+        self.counter(
+            "turnstile_plugin_swaps_total",
+            vec![Label::new("result", result)],
+        )
+        .increment(1);
+        self.swap_duration.record(elapsed.as_secs_f64());
+    }
+
+    /// The host calls' metrics, for plugin instances.
+    pub fn host_calls(&self) -> Arc<HostCallMetrics> {
+        Arc::clone(&self.host)
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Resident memory from `/proc/self/statm` (Linux).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * rustix::param::page_size() as u64)
+}
+
+/// Entries of `/proc/self/fd` (Linux).
+fn open_fds() -> Option<usize> {
+    Some(std::fs::read_dir("/proc/self/fd").ok()?.count())
+}

@@ -1,0 +1,224 @@
+//! The metrics' names, kinds and help texts, and the fixed label values.
+
+/// A metric's kind.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Every metric: name, kind, help. `docs/METRICS.md` says the same, with the labels.
+pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
+    (
+        "turnstile_gate_active",
+        Kind::Gauge,
+        "Leases out: plugin calls running now",
+    ),
+    (
+        "turnstile_gate_waiting",
+        Kind::Gauge,
+        "Requests waiting for a lease now",
+    ),
+    (
+        "turnstile_gate_max_active",
+        Kind::Gauge,
+        "Configured --max-active",
+    ),
+    (
+        "turnstile_gate_max_waiting",
+        Kind::Gauge,
+        "Configured --max-waiting",
+    ),
+    (
+        "turnstile_gate_requests_total",
+        Kind::Counter,
+        "Requests that reached the gate, by how they ended: admitted, queue_full (429), wait_timeout (503), cancelled (the caller left while waiting)",
+    ),
+    (
+        "turnstile_gate_client_gone_total",
+        Kind::Counter,
+        "Leases whose client went away while the plugin call ran on (the slot stayed held)",
+    ),
+    (
+        "turnstile_gate_queue_wait_seconds",
+        Kind::Histogram,
+        "Time an admitted request waited for its lease",
+    ),
+    (
+        "turnstile_gate_execution_seconds",
+        Kind::Histogram,
+        "Time a lease was held: the plugin call, from admission to its real end",
+    ),
+    (
+        "turnstile_http_responses_total",
+        Kind::Counter,
+        "Responses by route and status class",
+    ),
+    (
+        "turnstile_http_request_rejections_total",
+        Kind::Counter,
+        "Requests refused at the edge, before the gate, by error code",
+    ),
+    (
+        "turnstile_plugin_instantiate_seconds",
+        Kind::Histogram,
+        "Time to create a plugin call's store and instance",
+    ),
+    (
+        "turnstile_plugin_calls_total",
+        Kind::Counter,
+        "Plugin calls by outcome",
+    ),
+    (
+        "turnstile_plugin_generation",
+        Kind::Gauge,
+        "The serving plugin's generation (1 at start, +1 per swap)",
+    ),
+    (
+        "turnstile_plugin_info",
+        Kind::Gauge,
+        "The serving plugin (value 1)",
+    ),
+    (
+        "turnstile_plugin_swaps_total",
+        Kind::Counter,
+        "Hot swaps by result: swapped, or the refusal's code",
+    ),
+    (
+        "turnstile_plugin_swap_duration_seconds",
+        Kind::Histogram,
+        "Time a hot swap took, from the request to the install or refusal",
+    ),
+    (
+        "turnstile_corpus_host_calls_total",
+        Kind::Counter,
+        "Corpus host calls made by plugins, by kind and outcome",
+    ),
+    (
+        "turnstile_corpus_host_call_seconds",
+        Kind::Histogram,
+        "Time of a corpus host call, by kind",
+    ),
+    (
+        "turnstile_corpus_sessions_open",
+        Kind::Gauge,
+        "Corpus sessions open now (the serving plugin's calls)",
+    ),
+    (
+        "turnstile_build_info",
+        Kind::Gauge,
+        "This build of turnstile (value 1)",
+    ),
+    (
+        "process_start_time_seconds",
+        Kind::Gauge,
+        "Start time of the process since the Unix epoch, in seconds",
+    ),
+    (
+        "process_resident_memory_bytes",
+        Kind::Gauge,
+        "Resident memory size, in bytes",
+    ),
+    ("process_open_fds", Kind::Gauge, "Open file descriptors"),
+];
+
+/// How a plugin call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallOutcome {
+    /// Sources served.
+    Ok = 0,
+    /// The plugin returned its own error.
+    PluginError = 1,
+    /// The plugin trapped (or its worker panicked).
+    Trap = 2,
+    /// The plugin's answer broke the contract.
+    Contract = 3,
+}
+
+/// The corpus host calls a plugin can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostCallKind {
+    /// `session.open`.
+    Open = 0,
+    /// `session.search`.
+    Search = 1,
+    /// `session.rank`.
+    Rank = 2,
+    /// `session.snippet`.
+    Snippet = 3,
+    /// `session.get`.
+    Get = 4,
+    /// `session.count`.
+    Count = 5,
+}
+
+/// How a corpus host call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostCallOutcome {
+    /// Answered.
+    Ok = 0,
+    /// Refused or failed with a typed error (bad expression, a bound, the session limit).
+    Error = 1,
+    /// Stopped by its time budget.
+    Timeout = 2,
+}
+
+pub(super) const CALL_OUTCOMES: [CallOutcome; 4] = [
+    CallOutcome::Ok,
+    CallOutcome::PluginError,
+    CallOutcome::Trap,
+    CallOutcome::Contract,
+];
+
+pub(super) const HOST_CALL_KINDS: [HostCallKind; 6] = [
+    HostCallKind::Open,
+    HostCallKind::Search,
+    HostCallKind::Rank,
+    HostCallKind::Snippet,
+    HostCallKind::Get,
+    HostCallKind::Count,
+];
+
+pub(super) const HOST_CALL_OUTCOMES: [HostCallOutcome; 3] = [
+    HostCallOutcome::Ok,
+    HostCallOutcome::Error,
+    HostCallOutcome::Timeout,
+];
+
+impl CallOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::PluginError => "plugin_error",
+            Self::Trap => "trap",
+            Self::Contract => "contract",
+        }
+    }
+}
+
+impl HostCallKind {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Search => "search",
+            Self::Rank => "rank",
+            Self::Snippet => "snippet",
+            Self::Get => "get",
+            Self::Count => "count",
+        }
+    }
+}
+
+impl HostCallOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+        }
+    }
+}
