@@ -8,6 +8,7 @@ mod support;
 
 mod admin;
 mod check;
+mod config;
 mod drive;
 mod edge;
 mod fixtures;

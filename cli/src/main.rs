@@ -1,10 +1,12 @@
-//! The `turnstile` command: the server (`serve`, `check`) and its client tools (`drive`, `load`)
-//! behind one binary.
+//! The `turnstile` command: the server (`serve`, `check`, `config check`) and its client tools
+//! (`drive`, `load`) behind one binary.
+
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use turnstile::check::CheckArgs;
-use turnstile::serve::ServeArgs;
+use turnstile::serve::{LogFormat, ServeArgs};
 use turnstile_tools::drive::DriveArgs;
 use turnstile_tools::load::LoadArgs;
 
@@ -21,7 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve `POST /retrieve` (and `/state`, `/healthz`, `/readyz`).
+    /// Serve `POST /retrieve` (and `/state`, `/healthz`, `/readyz`, `/metrics`). Settings come
+    /// from the defaults, then `--config FILE`, then these flags, then `TURNSTILE_*` variables.
     Serve(ServeArgs),
     /// Demonstrate the gate over real loopback HTTP against temporary `serve` children, and
     /// check every case (exits non-zero when any case differs from what is expected).
@@ -31,22 +34,74 @@ enum Command {
     /// Closed-loop HTTP load: users, spawn rate, duration; live progress, a summary table,
     /// `summary.json` and a chart.
     Load(LoadArgs),
+    /// Work with `serve`'s config file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file without starting: every key known, every value within its
+    /// bounds (exits non-zero on the first problem, naming it).
+    Check {
+        /// The TOML file.
+        file: PathBuf,
+    },
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
     let passed = match cli.command {
-        Command::Serve(args) => return turnstile::serve::serve(args),
-        Command::Load(args) => return turnstile_tools::load::run(&args),
-        Command::Check(args) => turnstile::check::run(&args)?,
-        Command::Drive(args) => turnstile_tools::drive::run(&args)?,
+        Command::Serve(_) => {
+            // The flags again, now merged with the file and the environment.
+            let env = |name: &str| std::env::var_os(name);
+            let args = turnstile::serve::resolve(std::env::args_os().skip(2), &env)
+                .unwrap_or_else(|e| e.exit());
+            init_logging(args.log_format);
+            return turnstile::serve::serve(args);
+        }
+        Command::Config(ConfigCommand::Check { file }) => {
+            let args = turnstile::serve::resolve_file(&file).unwrap_or_else(|e| e.exit());
+            match args.validate() {
+                Ok(()) => {
+                    println!("{}: ok", file.display());
+                    true
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", file.display());
+                    false
+                }
+            }
+        }
+        Command::Load(args) => {
+            init_logging(LogFormat::Text);
+            return turnstile_tools::load::run(&args);
+        }
+        Command::Check(args) => {
+            init_logging(LogFormat::Text);
+            turnstile::check::run(&args)?
+        }
+        Command::Drive(args) => {
+            init_logging(LogFormat::Text);
+            turnstile_tools::drive::run(&args)?
+        }
     };
     if !passed {
         std::process::exit(1)

@@ -62,13 +62,43 @@ pub async fn request_scope(
         number,
         header: header.clone(),
     });
-    let mut response = next.run(request).instrument(span).await;
+    let started = std::time::Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
     response.headers_mut().insert(REQUEST_ID_HEADER, header);
-    state.metrics.response(route, response.status().as_u16());
-    if let Some(Rejected(code)) = response.extensions().get::<Rejected>() {
+    let status = response.status().as_u16();
+    state.metrics.response(route, status);
+    let rejected = response.extensions().get::<Rejected>().map(|r| r.0);
+    if let Some(code) = rejected {
         state.metrics.rejection(code);
     }
+    if state.access_log {
+        let served = response.extensions().get::<Served>();
+        span.in_scope(|| {
+            tracing::info!(
+                target: "turnstile::access",
+                route,
+                status,
+                error = rejected,
+                generation = served.map(|s| s.generation),
+                queue_ms = served.map(|s| s.queue_ms),
+                execution_ms = served.map(|s| s.execution_ms),
+                total_ms = started.elapsed().as_secs_f64() * 1e3,
+                "request completed"
+            );
+        });
+    }
     response
+}
+
+/// What served a `/retrieve` request (a response extension, for the access log).
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// The plugin generation that answered.
+    pub generation: u64,
+    /// Time waiting for the lease.
+    pub queue_ms: f64,
+    /// The plugin call.
+    pub execution_ms: f64,
 }
 
 /// The route a request matched, as a metric label: one of the service's routes, else `other`

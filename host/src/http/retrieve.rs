@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::body::{read_body, require_json};
+use super::request_id::Served;
 use super::{ApiError, AppState, RequestId};
 use crate::metrics::CallOutcome;
 use crate::plugin::{PluginError, Source};
@@ -199,7 +200,7 @@ pub async fn retrieve(
     Extension(id): Extension<RequestId>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<RetrieveResponse>, ApiError> {
+) -> Result<(Extension<Served>, Json<RetrieveResponse>), ApiError> {
     require_json(&headers)?;
     let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
     let request = RetrieveRequest::parse(&body)?;
@@ -235,20 +236,27 @@ pub async fn retrieve(
     let outcome = worker.await;
     client.disarm();
     match outcome {
-        Ok((Ok(sources), execution_ms)) => Ok(Json(RetrieveResponse {
-            status: "completed",
-            sources: sources.into_iter().map(SourceBody::from).collect(),
-            plugin: PluginBody {
-                name: generation.plugin.name().to_owned(),
-                sha256: generation.plugin.sha256().to_owned(),
+        Ok((Ok(sources), execution_ms)) => Ok((
+            Extension(Served {
                 generation: generation.number,
-            },
-            request_id,
-            timing: Timing {
                 queue_ms,
                 execution_ms,
-            },
-        })),
+            }),
+            Json(RetrieveResponse {
+                status: "completed",
+                sources: sources.into_iter().map(SourceBody::from).collect(),
+                plugin: PluginBody {
+                    name: generation.plugin.name().to_owned(),
+                    sha256: generation.plugin.sha256().to_owned(),
+                    generation: generation.number,
+                },
+                request_id,
+                timing: Timing {
+                    queue_ms,
+                    execution_ms,
+                },
+            }),
+        )),
         Ok((Err(error), _)) => {
             tracing::error!(plugin = generation.plugin.name(), %error, "plugin call failed");
             Err(ApiError::Internal { request_id })

@@ -30,6 +30,8 @@ pub struct AppState {
     pub edge: EdgeLimits,
     /// When a running call counts as stuck for `/readyz` and `/healthz`.
     pub health: HealthPolicy,
+    /// Log one line per completed request.
+    pub access_log: bool,
     /// Connections open now (kept by the edge).
     pub connections: Arc<std::sync::atomic::AtomicUsize>,
     request_ids: Arc<AtomicU64>,
@@ -48,6 +50,8 @@ pub struct Policies {
     pub edge: EdgeLimits,
     /// When a running call counts as stuck.
     pub health: HealthPolicy,
+    /// Log one line per completed request.
+    pub access_log: bool,
 }
 
 /// How long a lease may be held before the process reports it: a plugin call is never
@@ -82,6 +86,7 @@ impl AppState {
             gate,
             edge: policies.edge,
             health: policies.health,
+            access_log: policies.access_log,
             connections: Arc::default(),
             request_ids: Arc::new(AtomicU64::new(1)),
             metrics,

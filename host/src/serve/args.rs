@@ -14,11 +14,27 @@ use crate::plugin::{
     PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
 };
 
-/// Flags of `turnstile serve`.
+/// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
+/// without `--`) and an environment variable (`TURNSTILE_` and the name in capitals, `-` as
+/// `_`); the environment overrides flags, which override the file (see [`super::resolve`]).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
+    /// A TOML file of settings: every flag's name without `--` is a key (see
+    /// docs/turnstile.example.toml). Flags override it; `TURNSTILE_*` variables override both.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// One line per request when it completes (route, status, plugin generation, queue and
+    /// execution milliseconds, inside the request's span); `--access-log false` turns it off.
+    #[arg(long = "access-log", default_value_t = true, action = clap::ArgAction::Set)]
+    pub access_log: bool,
+
     /// Address to listen on.
-    #[arg(long, env = "TURNSTILE_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
     /// Serve on this inherited, already-listening TCP socket instead of binding `--listen`
@@ -27,21 +43,17 @@ pub struct ServeArgs {
     pub fd: Option<i32>,
 
     /// Plugin component to serve (default: the embedded retrieval plugin).
-    #[arg(long, env = "TURNSTILE_PLUGIN")]
+    #[arg(long)]
     pub plugin: Option<PathBuf>,
 
     /// Refuse to start unless the plugin file has this sha256 (hex).
-    #[arg(long = "plugin-sha256", env = "TURNSTILE_PLUGIN_SHA256")]
+    #[arg(long = "plugin-sha256")]
     pub plugin_sha256: Option<Sha256Hex>,
 
     /// Bearer token for `/admin/*` (and `/state` when listening beyond loopback). Without one,
     /// those endpoints answer loopback clients only. Prefer the environment variable: flags are
     /// visible to other users of the machine.
-    #[arg(
-        long = "admin-token",
-        env = "TURNSTILE_ADMIN_TOKEN",
-        hide_env_values = true
-    )]
+    #[arg(long = "admin-token")]
     pub admin_token: Option<String>,
 
     /// A `KEY=VALUE` setting the plugin can read through its `config` import (repeatable).
@@ -49,18 +61,18 @@ pub struct ServeArgs {
     pub plugin_config: Vec<(String, String)>,
 
     /// Corpus JSON Lines file, plain or gzip (default: the embedded Python-summary corpus).
-    #[arg(long, env = "TURNSTILE_CORPUS")]
+    #[arg(long)]
     pub corpus: Option<PathBuf>,
 
     /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
-    #[arg(long = "memory-limit-mib", env = "TURNSTILE_MEMORY_LIMIT_MIB", default_value_t = 64,
+    #[arg(long = "memory-limit-mib", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub memory_limit_mib: u32,
 
     /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
     /// or `~/.cache/turnstile`). Created 0700; used only when owned by this user and not
     /// writable by group or others, else the cache is off (with a warning).
-    #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
+    #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
 
     /// Do not reuse or write precompiled plugin artifacts.
@@ -68,62 +80,67 @@ pub struct ServeArgs {
     pub no_precompiled_cache: bool,
 
     /// Requests whose plugin call may run at once (1..=1024).
-    #[arg(long = "max-active", env = "TURNSTILE_MAX_ACTIVE", default_value_t = 4)]
+    #[arg(long = "max-active", default_value_t = 4)]
     pub max_active: usize,
 
     /// Requests that may wait for a slot, first in first out (0..=100000); more get 429.
-    #[arg(
-        long = "max-waiting",
-        env = "TURNSTILE_MAX_WAITING",
-        default_value_t = 64
-    )]
+    #[arg(long = "max-waiting", default_value_t = 64)]
     pub max_waiting: usize,
 
     /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
-    #[arg(long = "wait-ms", env = "TURNSTILE_WAIT_MS", default_value_t = 5000)]
+    #[arg(long = "wait-ms", default_value_t = 5000)]
     pub wait_ms: u64,
 
     /// From a request's first byte to the end of its head, in milliseconds (1..=600000); a
     /// client slower than that (a slowloris) is disconnected.
-    #[arg(long = "header-timeout-ms", env = "TURNSTILE_HEADER_TIMEOUT_MS", default_value_t = 10_000,
+    #[arg(long = "header-timeout-ms", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub header_timeout_ms: u64,
 
     /// Reading a request's whole body, in milliseconds (1..=600000); slower gets 408.
-    #[arg(long = "body-timeout-ms", env = "TURNSTILE_BODY_TIMEOUT_MS", default_value_t = 10_000,
+    #[arg(long = "body-timeout-ms", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub body_timeout_ms: u64,
 
     /// How long a keep-alive connection may wait for its next request, in milliseconds
     /// (1..=3600000).
-    #[arg(long = "idle-timeout-ms", env = "TURNSTILE_IDLE_TIMEOUT_MS", default_value_t = 60_000,
+    #[arg(long = "idle-timeout-ms", default_value_t = 60_000,
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub idle_timeout_ms: u64,
 
     /// Connections open at once (1..=100000); more wait in the listen backlog until one closes.
-    #[arg(long = "max-connections", env = "TURNSTILE_MAX_CONNECTIONS", default_value_t = 1024,
+    #[arg(long = "max-connections", default_value_t = 1024,
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub max_connections: u64,
 
     /// A plugin call running longer than this, in milliseconds (1..=86400000), makes `/readyz`
     /// answer 503 `degraded` (calls are never interrupted: a load balancer should stop sending
     /// traffic here instead).
-    #[arg(long = "stuck-after-ms", env = "TURNSTILE_STUCK_AFTER_MS", default_value_t = 30_000,
+    #[arg(long = "stuck-after-ms", default_value_t = 30_000,
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub stuck_after_ms: u64,
 
     /// A plugin call running longer than this, in milliseconds, makes `/healthz` fail too, so an
     /// orchestrator's liveness probe restarts the process — the only thing that ends such a call.
     /// Off unless set.
-    #[arg(long = "stuck-unhealthy-after-ms", env = "TURNSTILE_STUCK_UNHEALTHY_AFTER_MS",
+    #[arg(long = "stuck-unhealthy-after-ms",
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub stuck_unhealthy_after_ms: Option<u64>,
 
     /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
     /// milliseconds (1..=3600000); past it the process exits with status 1.
-    #[arg(long = "drain-ms", env = "TURNSTILE_DRAIN_MS", default_value_t = 30_000,
+    #[arg(long = "drain-ms", default_value_t = 30_000,
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub drain_ms: u64,
+}
+
+/// The log's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format), with the request's span.
+    Json,
 }
 
 /// Why `serve` settings are refused; each names the flag, the value and the allowed range.
@@ -172,6 +189,14 @@ impl ServeArgs {
             };
             ServeConfigError::Gate { flag, source }
         })
+    }
+
+    /// Every check beyond each flag's own bounds (those clap applies): the gate's limits and the
+    /// plugin's settings.
+    pub fn validate(&self) -> Result<(), ServeConfigError> {
+        self.gate_config()?;
+        self.plugin_config()?;
+        Ok(())
     }
 
     /// The edge's bounds on connections and bodies.

@@ -3,9 +3,11 @@
 
 mod args;
 mod edge;
+mod layers;
 
-pub use args::{ServeArgs, ServeConfigError};
+pub use args::{LogFormat, ServeArgs, ServeConfigError};
 pub use edge::EdgeLimits;
+pub use layers::{ResolveError, env_name, resolve, resolve_file};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -104,6 +106,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             admin,
             edge: args.edge_limits(),
             health: args.health_policy(),
+            access_log: args.access_log,
         },
         Arc::new(cache),
         metrics,
