@@ -7,6 +7,7 @@
 mod support;
 
 mod admin;
+mod api;
 mod check;
 mod config;
 mod drive;

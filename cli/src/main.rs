@@ -37,6 +37,8 @@ enum Command {
     /// Work with `serve`'s config file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print the HTTP API's OpenAPI 3.1 document (what `GET /openapi.json` serves).
+    Openapi,
 }
 
 #[derive(Subcommand)]
@@ -89,6 +91,10 @@ fn main() -> anyhow::Result<()> {
                     false
                 }
             }
+        }
+        Command::Openapi => {
+            println!("{}", turnstile::http::api::openapi_json());
+            true
         }
         Command::Load(args) => {
             init_logging(LogFormat::Text);

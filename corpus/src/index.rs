@@ -12,6 +12,7 @@ const SCHEMA_VERSION: &str = "2";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IndexOrigin {
     /// A cache file whose recorded checksum matched the corpus was reused.

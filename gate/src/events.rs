@@ -7,6 +7,7 @@ pub const MAX_EVENTS: usize = 128;
 
 /// A gate transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EventStatus {
     /// A free slot and nobody waiting: the request got a lease at once.
@@ -27,6 +28,7 @@ pub enum EventStatus {
 
 /// One entry of the event log: the counts are those after the transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     /// Strictly increasing from 1 for the gate's life.
     pub order: u64,

@@ -42,6 +42,7 @@ pub(super) struct GateState {
 /// Counts over the gate's whole life: how every request that reached it ended (exactly one of
 /// `admitted`, `queue_full`, `wait_timeout`, `cancelled`), and more. For metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Totals {
     /// Requests that got a lease (at once, or after waiting).
     pub admitted: u64,
@@ -95,6 +96,7 @@ pub(super) enum Pickup {
 
 /// One lease as `/state` shows it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LeaseSnapshot {
     /// The request's ticket (its place in arrival order).
     pub ticket: u64,
@@ -106,6 +108,7 @@ pub struct LeaseSnapshot {
 
 /// The gate's state at one instant, taken under its lock.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Snapshot {
     /// Leases out.
     pub active: usize,

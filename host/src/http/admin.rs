@@ -18,8 +18,11 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use super::api::{
+    ForbiddenBody, ForbiddenCode, GenerationBody, InternalBody, InvalidCode, InvalidRequestBody,
+    SwapRefusal, SwapRequestBody, SwappedBody, SwappedStatus, UnauthorizedBody,
+};
 use super::body::{read_body, require_json};
 use super::{ApiError, AppState};
 use crate::plugin::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config};
@@ -46,7 +49,7 @@ pub async fn require_admin(
     {
         tracing::warn!(%peer, path = request.uri().path(), "admin request from another origin refused");
         return ApiError::Forbidden {
-            code: "cross_origin",
+            code: ForbiddenCode::CrossOrigin,
             detail: "admin endpoints refuse requests from other origins (a browser page)".into(),
         }
         .into_response();
@@ -54,7 +57,7 @@ pub async fn require_admin(
     if state.admin.token.is_none() && proxied(headers) {
         tracing::warn!(%peer, path = request.uri().path(), "admin request through a proxy, without a token, refused");
         return ApiError::Forbidden {
-            code: "proxied_without_token",
+            code: ForbiddenCode::ProxiedWithoutToken,
             detail: "this request came through a proxy (it carries forwarding headers); behind a proxy every client looks local, so admin endpoints need --admin-token".into(),
         }
         .into_response();
@@ -62,7 +65,7 @@ pub async fn require_admin(
     if state.admin.token.is_none() && !loopback_host(headers) {
         tracing::warn!(%peer, path = request.uri().path(), "admin request with a non-loopback Host refused");
         return ApiError::Forbidden {
-            code: "host_not_allowed",
+            code: ForbiddenCode::HostNotAllowed,
             detail: "without --admin-token, admin endpoints answer only requests addressed to a loopback host".into(),
         }
         .into_response();
@@ -164,28 +167,47 @@ impl<'de> Deserialize<'de> for ConfigEntries {
 }
 
 /// `POST /admin/plugin`: replace the served plugin without a restart.
+#[utoipa::path(
+    post,
+    path = "/admin/plugin",
+    tag = "admin",
+    request_body(content = SwapRequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Installed: the new generation serves new requests", body = SwappedBody),
+        (status = 400, description = "Not readable", body = InvalidRequestBody),
+        (status = 401, description = "A token is needed", body = UnauthorizedBody),
+        (status = 403, description = "Refused for where it comes from", body = ForbiddenBody),
+        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
+        (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
+        (status = 415, description = "Not application/json", body = InvalidRequestBody),
+        (status = 422, description = "A bad request, or a refused candidate (the old plugin keeps serving)", body = SwapRefusal),
+        (status = 500, description = "The swap's worker failed", body = InternalBody),
+    )
+)]
 pub async fn swap_plugin(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SwappedBody>, ApiError> {
     require_json(&headers)?;
     let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
     let request: SwapRequest = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::unprocessable(
-            "invalid_swap_request",
+        ApiError::invalid(
+            InvalidCode::InvalidSwapRequest,
             format!("expected {{\"path\", \"sha256\"?, \"config\"?}}: {e}"),
         )
     })?;
     let expected = match request.sha256.as_deref().map(str::parse::<Sha256Hex>) {
         None => None,
         Some(Ok(hex)) => Some(hex),
-        Some(Err(e)) => return Err(ApiError::unprocessable("invalid_sha256", e.to_string())),
+        Some(Err(e)) => {
+            return Err(ApiError::invalid(InvalidCode::InvalidSha256, e.to_string()));
+        }
     };
     let config = match request.config {
         None => None,
         Some(ConfigEntries(entries)) => Some(plugin_config(entries).map_err(|e| {
-            ApiError::unprocessable("invalid_plugin_config", format!("`config`: {e}"))
+            ApiError::invalid(InvalidCode::InvalidPluginConfig, format!("`config`: {e}"))
         })?),
     };
     let source = PluginSource::File(request.path.into());
@@ -195,19 +217,19 @@ pub async fn swap_plugin(
         .await
         .map_err(|_| ApiError::Internal { request_id: 0 })?;
     match outcome {
-        Ok(swapped) => Ok(Json(json!({
-            "status": "swapped",
-            "generation": swapped.generation.number,
-            "name": swapped.generation.plugin.name(),
-            "sha256": swapped.generation.plugin.sha256(),
-            "previous": {
-                "generation": swapped.previous.number,
-                "name": swapped.previous.plugin.name(),
-                "sha256": swapped.previous.plugin.sha256(),
+        Ok(swapped) => Ok(Json(SwappedBody {
+            status: SwappedStatus::Swapped,
+            generation: swapped.generation.number,
+            name: swapped.generation.plugin.name().to_owned(),
+            sha256: swapped.generation.plugin.sha256().to_owned(),
+            previous: GenerationBody {
+                generation: swapped.previous.number,
+                name: swapped.previous.plugin.name().to_owned(),
+                sha256: swapped.previous.plugin.sha256().to_owned(),
             },
-            "swap_ms": swapped.elapsed.as_secs_f64() * 1e3,
-            "smoke_checks_passed": swapped.smoke.len(),
-        }))),
+            swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
+            smoke_checks_passed: swapped.smoke.len(),
+        })),
         Err(error) => {
             tracing::warn!(%error, "plugin swap refused; the current plugin keeps serving");
             Err(ApiError::SwapFailed {

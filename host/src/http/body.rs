@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use http_body_util::BodyExt;
 
 use super::ApiError;
+use super::api::InvalidCode;
 
 /// Most bytes of an over-size body read and thrown away before answering 413: past it the
 /// connection is closed with the body unread (the client may then see a reset).
@@ -34,8 +35,7 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
             Ok(())
         }
         _ => Err(ApiError::invalid(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            InvalidCode::UnsupportedMediaType,
             "send the body as JSON with `Content-Type: application/json`",
         )),
     }
@@ -49,8 +49,7 @@ pub async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Byte
         let mut seen = 0usize;
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| {
-                ApiError::invalid(StatusCode::BAD_REQUEST, "unreadable_body", e.to_string())
-                    .closing()
+                ApiError::invalid(InvalidCode::UnreadableBody, e.to_string()).closing()
             })?;
             let Ok(data) = frame.into_data() else {
                 continue;
@@ -64,8 +63,7 @@ pub async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Byte
         }
         if seen > max {
             return Err(ApiError::invalid(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
+                InvalidCode::BodyTooLarge,
                 format!("body is larger than {max} bytes"),
             )
             .closing());
@@ -75,8 +73,7 @@ pub async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Byte
     match tokio::time::timeout(timeout, read).await {
         Ok(result) => result,
         Err(_) => Err(ApiError::invalid(
-            StatusCode::REQUEST_TIMEOUT,
-            "body_timeout",
+            InvalidCode::BodyTimeout,
             format!("the body did not arrive within {} ms", timeout.as_millis()),
         )
         .closing()),

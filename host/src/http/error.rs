@@ -1,32 +1,35 @@
+//! Everything the API answers besides success: one error type that turns into a status, a
+//! stable machine-readable code and a safe message (the bodies are in [`super::api`], so the
+//! OpenAPI document describes exactly what is sent).
+
 use axum::Json;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
+use super::api::{
+    ForbiddenBody, ForbiddenCode, InternalBody, InvalidCode, InvalidRequestBody, RefusalBody,
+    RefusalStatus, SwapFailedBody, UnauthorizedBody,
+};
 use crate::gate::Refusal;
 
-/// Everything `/retrieve` can answer besides success. The client sees a status, a stable
-/// machine-readable code and a safe message; causes of internal errors stay in the server log.
+/// What the API can answer besides success. Causes of internal errors stay in the server log.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// The request is refused before any work: `{"status":"invalid_request","error","detail"}`.
-    #[error("{code}: {detail}")]
+    #[error("{}: {detail}", .code.as_str())]
     Invalid {
-        /// 400, 408, 413, 415 or 422.
-        status: StatusCode,
-        /// Machine-readable code, e.g. `question_too_long`.
-        code: &'static str,
+        /// Machine-readable code, e.g. `question_too_long`; it decides the status.
+        code: InvalidCode,
         /// Human message.
         detail: String,
         /// Answer with `Connection: close` (the body was not read whole).
         close: bool,
     },
-    /// An admin request refused for where it comes from: 403 (`cross_origin`,
-    /// `host_not_allowed`).
-    #[error("{code}: {detail}")]
+    /// An admin request refused for where it comes from: 403.
+    #[error("{}: {detail}", .code.as_str())]
     Forbidden {
         /// Machine-readable code.
-        code: &'static str,
+        code: ForbiddenCode,
         /// Human message.
         detail: String,
     },
@@ -54,13 +57,8 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    pub(crate) fn invalid(
-        status: StatusCode,
-        code: &'static str,
-        detail: impl Into<String>,
-    ) -> Self {
+    pub(crate) fn invalid(code: InvalidCode, detail: impl Into<String>) -> Self {
         Self::Invalid {
-            status,
             code,
             detail: detail.into(),
             close: false,
@@ -70,13 +68,7 @@ impl ApiError {
     /// The same error, answered with `Connection: close`.
     pub(crate) fn closing(self) -> Self {
         match self {
-            Self::Invalid {
-                status,
-                code,
-                detail,
-                ..
-            } => Self::Invalid {
-                status,
+            Self::Invalid { code, detail, .. } => Self::Invalid {
                 code,
                 detail,
                 close: true,
@@ -84,20 +76,17 @@ impl ApiError {
             other => other,
         }
     }
-
-    pub(crate) fn unprocessable(code: &'static str, detail: impl Into<String>) -> Self {
-        Self::invalid(StatusCode::UNPROCESSABLE_ENTITY, code, detail)
-    }
 }
 
-/// A response extension naming the code of an edge rejection, for the metrics.
+/// A response extension naming the code of an edge rejection, for the metrics and the access
+/// log.
 #[derive(Debug, Clone, Copy)]
 pub struct Rejected(pub &'static str);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let rejected = match &self {
-            Self::Invalid { code, .. } => Some(Rejected(code)),
+            Self::Invalid { code, .. } => Some(Rejected(code.as_str())),
             _ => None,
         };
         let mut response = self.respond();
@@ -112,38 +101,35 @@ impl ApiError {
     fn respond(self) -> Response {
         match self {
             Self::Invalid {
-                status,
                 code,
                 detail,
                 close,
             } => {
-                let mut response = (
-                    status,
-                    Json(json!({"status": "invalid_request", "error": code, "detail": detail})),
-                )
-                    .into_response();
+                let mut response =
+                    (code.status(), Json(InvalidRequestBody::new(code, detail))).into_response();
                 if close {
-                    response
-                        .headers_mut()
-                        .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+                    response.headers_mut().insert(
+                        header::CONNECTION,
+                        header::HeaderValue::from_static("close"),
+                    );
                 }
                 response
             }
             Self::Forbidden { code, detail } => (
                 StatusCode::FORBIDDEN,
-                Json(json!({"status": "forbidden", "error": code, "detail": detail})),
+                Json(ForbiddenBody::new(code, detail)),
             )
                 .into_response(),
             Self::Refused(refusal) => {
-                let (status, code, detail) = match refusal {
+                let (status, body_status, detail) = match refusal {
                     Refusal::QueueFull { .. } => (
                         StatusCode::TOO_MANY_REQUESTS,
-                        "queue_full",
+                        RefusalStatus::QueueFull,
                         "the server is at capacity and its wait queue is full",
                     ),
                     Refusal::WaitTimeout { .. } => (
                         StatusCode::SERVICE_UNAVAILABLE,
-                        "wait_timeout",
+                        RefusalStatus::WaitTimeout,
                         "no slot became free within the wait deadline",
                     ),
                 };
@@ -151,25 +137,28 @@ impl ApiError {
                 (
                     status,
                     [(header::RETRY_AFTER, retry_after.to_string())],
-                    Json(json!({"status": code, "detail": detail, "retry_after_seconds": retry_after})),
+                    Json(RefusalBody {
+                        status: body_status,
+                        detail: detail.to_owned(),
+                        retry_after_seconds: retry_after,
+                    }),
                 )
                     .into_response()
             }
             Self::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
                 [(header::WWW_AUTHENTICATE, "Bearer")],
-                Json(json!({"status": "unauthorized",
-                            "detail": "admin access needs a valid bearer token (or loopback when none is set)"})),
+                Json(UnauthorizedBody::new()),
             )
                 .into_response(),
             Self::SwapFailed { code, detail } => (
                 StatusCode::UNPROCESSABLE_ENTITY,
-                Json(json!({"status": "swap_failed", "error": code, "detail": detail})),
+                Json(SwapFailedBody::new(code, detail)),
             )
                 .into_response(),
             Self::Internal { request_id } => (
                 StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({"status": "internal_error", "request_id": request_id})),
+                Json(InternalBody::new(request_id)),
             )
                 .into_response(),
         }

@@ -2,6 +2,7 @@
 //! decided here, before any lease or worker is involved.
 
 mod admin;
+pub mod api;
 mod body;
 mod error;
 mod health;
@@ -27,6 +28,7 @@ pub const ROUTES: &[&str] = &[
     "/state",
     "/metrics",
     "/admin/plugin",
+    "/openapi.json",
 ];
 
 /// The service's routes over `state`. Tests drive it with `oneshot` or a real socket.
@@ -44,6 +46,7 @@ pub fn app(state: AppState) -> Router {
         .route("/retrieve", post(retrieve::retrieve))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/openapi.json", get(health::openapi))
         .merge(operator)
         // Handlers read bodies themselves, bounded in size and time (`body::read_body`).
         .layer(axum::middleware::from_fn_with_state(

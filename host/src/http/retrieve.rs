@@ -4,11 +4,13 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
+use super::api::{InternalBody, InvalidCode, InvalidRequestBody, RefusalBody, RetrieveRequestBody};
 use super::body::{read_body, require_json};
 use super::request_id::Served;
 use super::{ApiError, AppState, RequestId};
@@ -38,22 +40,21 @@ impl RetrieveRequest {
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
         let value: Value = serde_json::from_slice(body).map_err(|e| {
             ApiError::invalid(
-                StatusCode::BAD_REQUEST,
-                "malformed_json",
+                InvalidCode::MalformedJson,
                 format!("body is not valid JSON: {e}"),
             )
         })?;
         let Value::Object(mut fields) = value else {
-            return Err(ApiError::unprocessable(
-                "not_an_object",
+            return Err(ApiError::invalid(
+                InvalidCode::NotAnObject,
                 "body must be a JSON object like {\"question\": \"...\", \"limit\": 5}",
             ));
         };
         // A JSON object keeps the last of repeated keys; a request that repeats one is refused
         // rather than silently read one way here and another way by a proxy in front.
         if let Ok(FirstDuplicate(Some(key))) = serde_json::from_slice::<FirstDuplicate>(body) {
-            return Err(ApiError::unprocessable(
-                "duplicate_field",
+            return Err(ApiError::invalid(
+                InvalidCode::DuplicateField,
                 format!(
                     "field `{}` is given more than once",
                     crate::plugin::sanitize(&key, 64)
@@ -62,47 +63,49 @@ impl RetrieveRequest {
         }
         let question = match fields.remove("question") {
             None => {
-                return Err(ApiError::unprocessable(
-                    "missing_question",
+                return Err(ApiError::invalid(
+                    InvalidCode::MissingQuestion,
                     "field `question` is required",
                 ));
             }
             Some(Value::String(q)) => q,
             Some(_) => {
-                return Err(ApiError::unprocessable(
-                    "invalid_question",
+                return Err(ApiError::invalid(
+                    InvalidCode::InvalidQuestion,
                     "`question` must be a string",
                 ));
             }
         };
         let limit = match fields.remove("limit") {
             None => DEFAULT_LIMIT,
-            Some(v) => match v.as_u64().filter(|n| LIMIT_RANGE.contains(n)) {
+            // JSON has one number type: `18.0` is the integer 18 (as JSON Schema says), `2.5`
+            // and `"5"` are no integer.
+            Some(v) => match whole_number(&v).filter(|n| LIMIT_RANGE.contains(n)) {
                 Some(n) => n as u32,
                 None => {
-                    return Err(ApiError::unprocessable(
-                        "invalid_limit",
+                    return Err(ApiError::invalid(
+                        InvalidCode::InvalidLimit,
                         format!("`limit` must be an integer from 1 to 20, got {v}"),
                     ));
                 }
             },
         };
         if let Some(unknown) = fields.keys().next() {
-            return Err(ApiError::unprocessable(
-                "unknown_field",
+            return Err(ApiError::invalid(
+                InvalidCode::UnknownField,
                 format!("unknown field `{unknown}`; allowed: `question`, `limit`"),
             ));
         }
         if question.trim().is_empty() {
-            return Err(ApiError::unprocessable(
-                "blank_question",
+            return Err(ApiError::invalid(
+                InvalidCode::BlankQuestion,
                 "`question` must not be empty or blank",
             ));
         }
         let chars = question.chars().count();
         if chars > MAX_QUESTION_CHARS {
-            return Err(ApiError::unprocessable(
-                "question_too_long",
+            return Err(ApiError::invalid(
+                InvalidCode::QuestionTooLong,
                 format!(
                     "`question` has {chars} characters; at most {MAX_QUESTION_CHARS} are allowed"
                 ),
@@ -110,6 +113,16 @@ impl RetrieveRequest {
         }
         Ok(Self { question, limit })
     }
+}
+
+/// A JSON number that is a whole, non-negative integer (`5` or `5.0`), if it is one.
+fn whole_number(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(f))
+            .map(|f| f as u64)
+    })
 }
 
 /// The first key a JSON object repeats at its top level, if any.
@@ -142,11 +155,19 @@ impl<'de> serde::Deserialize<'de> for FirstDuplicate {
     }
 }
 
+/// `completed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletedStatus {
+    /// The only value.
+    Completed,
+}
+
 /// A 200 answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RetrieveResponse {
     /// Always `completed`.
-    pub status: &'static str,
+    pub status: CompletedStatus,
     /// Best first.
     pub sources: Vec<SourceBody>,
     /// Which plugin answered.
@@ -158,7 +179,7 @@ pub struct RetrieveResponse {
 }
 
 /// Queue wait and plugin execution, measured separately.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Timing {
     /// From arrival at the gate to getting a lease.
     pub queue_ms: f64,
@@ -166,21 +187,39 @@ pub struct Timing {
     pub execution_ms: f64,
 }
 
-/// One source in a response.
-#[derive(Debug, Serialize)]
+/// One source in a response, best first.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SourceBody {
+    /// A document id of the corpus.
     id: String,
+    /// At most 512 bytes.
     title: String,
+    /// Higher is better; finite.
     score: f64,
+    /// At most 1 KiB.
     snippet: String,
 }
 
-/// The plugin that served a response.
-#[derive(Debug, Serialize)]
+/// A plugin generation: the one that served a response, or the one serving now.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct PluginBody {
-    name: String,
-    sha256: String,
-    generation: u64,
+    /// Its name (the file stem, or `retrieval` for the embedded one).
+    pub name: String,
+    /// sha256 of its component.
+    pub sha256: String,
+    /// 1 at start, +1 per swap.
+    pub generation: u64,
+}
+
+impl PluginBody {
+    /// The body of a generation.
+    pub fn of(generation: &crate::plugin::Generation) -> Self {
+        Self {
+            name: generation.plugin.name().to_owned(),
+            sha256: generation.plugin.sha256().to_owned(),
+            generation: generation.number,
+        }
+    }
 }
 
 impl From<Source> for SourceBody {
@@ -194,7 +233,26 @@ impl From<Source> for SourceBody {
     }
 }
 
-/// `POST /retrieve`.
+/// `POST /retrieve`: the sources for a question, best first.
+#[utoipa::path(
+    post,
+    path = "/retrieve",
+    tag = "retrieval",
+    request_body(content = RetrieveRequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Sources, best first", body = RetrieveResponse),
+        (status = 400, description = "Not JSON, or unreadable", body = InvalidRequestBody),
+        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
+        (status = 413, description = "Body over 8 KiB", body = InvalidRequestBody),
+        (status = 415, description = "Not application/json", body = InvalidRequestBody),
+        (status = 422, description = "JSON of the wrong shape", body = InvalidRequestBody),
+        (status = 429, description = "The wait queue is full", body = RefusalBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 500, description = "The plugin failed", body = InternalBody),
+        (status = 503, description = "No slot within the wait deadline", body = RefusalBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+    )
+)]
 pub async fn retrieve(
     State(state): State<AppState>,
     Extension(id): Extension<RequestId>,
@@ -243,13 +301,9 @@ pub async fn retrieve(
                 execution_ms,
             }),
             Json(RetrieveResponse {
-                status: "completed",
+                status: CompletedStatus::Completed,
                 sources: sources.into_iter().map(SourceBody::from).collect(),
-                plugin: PluginBody {
-                    name: generation.plugin.name().to_owned(),
-                    sha256: generation.plugin.sha256().to_owned(),
-                    generation: generation.number,
-                },
+                plugin: PluginBody::of(&generation),
                 request_id,
                 timing: Timing {
                     queue_ms,
@@ -282,10 +336,11 @@ fn call_outcome(result: &Result<Vec<Source>, PluginError>) -> CallOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     fn code(body: &str) -> (StatusCode, &'static str) {
         match RetrieveRequest::parse(body.as_bytes()) {
-            Err(ApiError::Invalid { status, code, .. }) => (status, code),
+            Err(ApiError::Invalid { code, .. }) => (code.status(), code.as_str()),
             other => panic!("{body} gave {other:?}"),
         }
     }
@@ -302,6 +357,8 @@ mod tests {
         );
         let r = RetrieveRequest::parse(br#"{"question":"json","limit":20}"#).unwrap();
         assert_eq!(r.limit, 20);
+        let r = RetrieveRequest::parse(br#"{"question":"json","limit":18.0}"#).unwrap();
+        assert_eq!(r.limit, 18);
         let q = "é".repeat(500);
         assert!(
             RetrieveRequest::parse(serde_json::json!({"question": q}).to_string().as_bytes())
@@ -335,7 +392,7 @@ mod tests {
             code(&format!(r#"{{"question":"{}"}}"#, "a".repeat(501))),
             (unprocessable, "question_too_long")
         );
-        for limit in ["0", "21", "-1", "2.5", "\"5\"", "null"] {
+        for limit in ["0", "21", "-1", "2.5", "\"5\"", "null", "21.0", "1e100"] {
             assert_eq!(
                 code(&format!(r#"{{"question":"a","limit":{limit}}}"#)),
                 (unprocessable, "invalid_limit")

@@ -13,7 +13,7 @@ use super::host::{HostState, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MA
 use super::{Incompatibility, PluginError};
 
 /// How instances get their memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Allocator {
     /// Slots reserved up front and reused: new store + instantiate + trivial call ~21 µs (with

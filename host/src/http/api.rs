@@ -1,0 +1,451 @@
+//! The HTTP API's bodies as types — what the handlers send is built from them — and the OpenAPI
+//! 3.1 document generated from them and from the handlers' annotations ([`ApiDoc`]), served at
+//! `GET /openapi.json` and committed as `docs/openapi.json` (a test checks they are the same).
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
+
+use super::retrieve::{PluginBody, RetrieveResponse, SourceBody, Timing};
+use crate::corpus::IndexOrigin;
+use crate::gate::{Event, EventStatus, LeaseSnapshot, Snapshot, Totals};
+use crate::plugin::Allocator;
+
+/// Why a request was refused before any work; the code decides the status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidCode {
+    /// 400: the body is not JSON.
+    MalformedJson,
+    /// 400: the body could not be read.
+    UnreadableBody,
+    /// 408: the body did not arrive within `--body-timeout-ms`.
+    BodyTimeout,
+    /// 413: the body is over its bound.
+    BodyTooLarge,
+    /// 415: not `Content-Type: application/json`.
+    UnsupportedMediaType,
+    /// 422: JSON, but not an object.
+    NotAnObject,
+    /// 422: no `question`.
+    MissingQuestion,
+    /// 422: `question` is not a string.
+    InvalidQuestion,
+    /// 422: `question` is empty or blank.
+    BlankQuestion,
+    /// 422: `question` is over 500 characters.
+    QuestionTooLong,
+    /// 422: `limit` is not an integer from 1 to 20.
+    InvalidLimit,
+    /// 422: a field the request does not take.
+    UnknownField,
+    /// 422: a field given twice.
+    DuplicateField,
+    /// 422: a swap request of the wrong shape.
+    InvalidSwapRequest,
+    /// 422: a `sha256` that is not 64 hex digits.
+    InvalidSha256,
+    /// 422: swap settings out of their bounds.
+    InvalidPluginConfig,
+}
+
+impl InvalidCode {
+    /// The HTTP status of this refusal.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::MalformedJson | Self::UnreadableBody => StatusCode::BAD_REQUEST,
+            Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MalformedJson => "malformed_json",
+            Self::UnreadableBody => "unreadable_body",
+            Self::BodyTimeout => "body_timeout",
+            Self::BodyTooLarge => "body_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::NotAnObject => "not_an_object",
+            Self::MissingQuestion => "missing_question",
+            Self::InvalidQuestion => "invalid_question",
+            Self::BlankQuestion => "blank_question",
+            Self::QuestionTooLong => "question_too_long",
+            Self::InvalidLimit => "invalid_limit",
+            Self::UnknownField => "unknown_field",
+            Self::DuplicateField => "duplicate_field",
+            Self::InvalidSwapRequest => "invalid_swap_request",
+            Self::InvalidSha256 => "invalid_sha256",
+            Self::InvalidPluginConfig => "invalid_plugin_config",
+        }
+    }
+}
+
+/// Why an admin request was refused for where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ForbiddenCode {
+    /// An `Origin` other than the server's own (a browser page elsewhere).
+    CrossOrigin,
+    /// Without a token, a `Host` that is not a loopback name (DNS rebinding).
+    HostNotAllowed,
+    /// Without a token, forwarding headers: the request came through a proxy.
+    ProxiedWithoutToken,
+}
+
+impl ForbiddenCode {
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CrossOrigin => "cross_origin",
+            Self::HostNotAllowed => "host_not_allowed",
+            Self::ProxiedWithoutToken => "proxied_without_token",
+        }
+    }
+}
+
+macro_rules! one_word {
+    ($($(#[$doc:meta])* $name:ident = $variant:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            /// The only value.
+            $variant,
+        }
+    )*};
+}
+
+one_word! {
+    /// `invalid_request`.
+    InvalidStatus = InvalidRequest;
+    /// `forbidden`.
+    ForbiddenStatus = Forbidden;
+    /// `unauthorized`.
+    UnauthorizedStatus = Unauthorized;
+    /// `swap_failed`.
+    SwapFailedStatus = SwapFailed;
+    /// `internal_error`.
+    InternalStatus = InternalError;
+    /// `swapped`.
+    SwappedStatus = Swapped;
+}
+
+/// 400, 408, 413, 415, 422: refused before any work.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvalidRequestBody {
+    status: InvalidStatus,
+    /// What is wrong.
+    error: InvalidCode,
+    /// For a person.
+    detail: String,
+}
+
+impl InvalidRequestBody {
+    pub(super) fn new(error: InvalidCode, detail: String) -> Self {
+        Self {
+            status: InvalidStatus::InvalidRequest,
+            error,
+            detail,
+        }
+    }
+}
+
+/// 403: an admin request refused for where it comes from.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ForbiddenBody {
+    status: ForbiddenStatus,
+    /// Why.
+    error: ForbiddenCode,
+    /// For a person.
+    detail: String,
+}
+
+impl ForbiddenBody {
+    pub(super) fn new(error: ForbiddenCode, detail: String) -> Self {
+        Self {
+            status: ForbiddenStatus::Forbidden,
+            error,
+            detail,
+        }
+    }
+}
+
+/// The gate's refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalStatus {
+    /// 429: the wait queue is full.
+    QueueFull,
+    /// 503: no slot within the wait deadline.
+    WaitTimeout,
+}
+
+/// 429 or 503: the gate refused; the request never ran. `Retry-After` says when to try again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RefusalBody {
+    /// Which refusal.
+    pub status: RefusalStatus,
+    /// For a person.
+    pub detail: String,
+    /// The same as `Retry-After`: the time for the queue ahead to drain at the recent rate.
+    pub retry_after_seconds: u64,
+}
+
+/// 401: admin access refused.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UnauthorizedBody {
+    status: UnauthorizedStatus,
+    /// For a person.
+    detail: &'static str,
+}
+
+impl UnauthorizedBody {
+    pub(super) fn new() -> Self {
+        Self {
+            status: UnauthorizedStatus::Unauthorized,
+            detail: "admin access needs a valid bearer token (or loopback when none is set)",
+        }
+    }
+}
+
+/// 422: a swap refused; the current plugin keeps serving.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SwapFailedBody {
+    status: SwapFailedStatus,
+    /// `plugin_unreadable`, `sha256_mismatch`, `sha256_required`, `incompatible_plugin`,
+    /// `corpus_unavailable`, `timeout` or `smoke_failed`.
+    error: &'static str,
+    /// For a person.
+    detail: String,
+}
+
+impl SwapFailedBody {
+    pub(super) fn new(error: &'static str, detail: String) -> Self {
+        Self {
+            status: SwapFailedStatus::SwapFailed,
+            error,
+            detail,
+        }
+    }
+}
+
+/// 422 from `/admin/plugin`: a request of the wrong shape, or a refused candidate.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SwapRefusal {
+    /// The request itself.
+    Invalid(InvalidRequestBody),
+    /// The candidate.
+    Refused(SwapFailedBody),
+}
+
+/// 500: the plugin trapped, failed or broke the contract; the cause is in the server log under
+/// this request id.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InternalBody {
+    status: InternalStatus,
+    /// Matches the server log's lines about this request.
+    request_id: u64,
+}
+
+impl InternalBody {
+    pub(super) fn new(request_id: u64) -> Self {
+        Self {
+            status: InternalStatus::InternalError,
+            request_id,
+        }
+    }
+}
+
+/// `POST /retrieve`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequestBody {
+    /// 1 to 500 characters, not blank.
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
+    pub question: String,
+    /// How many sources, 1 to 20 (default 5); `null` is not a number of sources.
+    #[schema(minimum = 1, maximum = 20, default = 5, nullable = false)]
+    pub limit: Option<u32>,
+}
+
+/// `POST /admin/plugin`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwapRequestBody {
+    /// The candidate component: a regular file of at most 64 MiB.
+    pub path: String,
+    /// The candidate's sha256 (required when the server is pinned; it becomes the pin).
+    #[schema(pattern = "^[0-9a-fA-F]{64}$")]
+    pub sha256: Option<String>,
+    /// The candidate's settings (default: the server's); at most 64.
+    pub config: Option<BTreeMap<String, String>>,
+}
+
+/// A plugin generation, as a swap reports it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GenerationBody {
+    /// 1 at start, +1 per swap.
+    pub generation: u64,
+    /// The plugin's name.
+    pub name: String,
+    /// sha256 of its component.
+    pub sha256: String,
+}
+
+/// 200: a swap installed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SwappedBody {
+    /// `swapped`.
+    pub status: SwappedStatus,
+    /// Now serving new requests.
+    pub generation: u64,
+    /// Its name.
+    pub name: String,
+    /// Its sha256.
+    pub sha256: String,
+    /// What served before (still finishing what it admitted).
+    pub previous: GenerationBody,
+    /// From the request to the install.
+    pub swap_ms: f64,
+    /// Smoke checks passed.
+    pub smoke_checks_passed: usize,
+}
+
+/// A plugin call older than a health threshold.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StuckCall {
+    /// The request's ticket.
+    pub ticket: u64,
+    /// How long it has run, ms.
+    pub held_ms: u64,
+    /// Its client went away.
+    pub client_gone: bool,
+}
+
+/// `/healthz`'s status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    /// 200: alive.
+    Ok,
+    /// 503: a call has run past `--stuck-unhealthy-after-ms`.
+    Unhealthy,
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthBody {
+    /// Alive, or not.
+    pub status: HealthStatus,
+    /// With `unhealthy`: the threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_after_ms: Option<u64>,
+    /// With `unhealthy`: the calls past it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<Vec<StuckCall>>,
+}
+
+/// `/readyz`'s status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyStatus {
+    /// 200: ready.
+    Ready,
+    /// 503: a call has run past `--stuck-after-ms`.
+    Degraded,
+}
+
+/// The corpus being served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorpusBody {
+    /// A path, or the embedded corpus's name.
+    pub source: String,
+    /// sha256 of the JSON Lines.
+    pub sha256: String,
+    /// Documents.
+    pub documents: u64,
+    /// Reused from the cache, or built at start.
+    pub index: IndexOrigin,
+}
+
+/// `GET /readyz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadyBody {
+    /// Ready, or degraded.
+    pub status: ReadyStatus,
+    /// The stuck threshold, ms.
+    pub stuck_after_ms: u64,
+    /// Calls past it.
+    pub stuck: Vec<StuckCall>,
+    /// The serving plugin.
+    pub plugin: PluginBody,
+    /// The corpus.
+    pub corpus: CorpusBody,
+    /// How plugin instances get memory.
+    pub allocator: Allocator,
+}
+
+/// Connections open now, and the cap.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectionsBody {
+    /// Open now.
+    pub open: usize,
+    /// `--max-connections`.
+    pub max: usize,
+}
+
+/// `GET /state`: the gate's snapshot (taken atomically) and what helps an operator.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StateBody {
+    /// The gate.
+    #[serde(flatten)]
+    pub gate: Snapshot,
+    /// The serving plugin.
+    pub plugin: PluginBody,
+    /// Corpus sessions open now.
+    pub corpus_sessions_open: usize,
+    /// Connections.
+    pub connections: ConnectionsBody,
+}
+
+/// The HTTP API.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "turnstile",
+        description = "An HTTP service for RAG backends: a FIFO admission gate in front of WebAssembly retrieval plugins reading a read-only corpus. Every response carries `x-request-id`.",
+        license(name = "Apache-2.0"),
+    ),
+    paths(
+        super::retrieve::retrieve,
+        super::health::healthz,
+        super::health::readyz,
+        super::health::state,
+        super::health::metrics,
+        super::admin::swap_plugin,
+        super::health::openapi,
+    ),
+    components(schemas(
+        RetrieveRequestBody, RetrieveResponse, SourceBody, PluginBody, Timing, InvalidRequestBody,
+        InvalidCode, RefusalBody, RefusalStatus, InternalBody, HealthBody, ReadyBody, StateBody,
+        StuckCall, CorpusBody, ConnectionsBody, SwapRequestBody, SwappedBody, GenerationBody,
+        SwapFailedBody, SwapRefusal, UnauthorizedBody, ForbiddenBody, ForbiddenCode, Snapshot, LeaseSnapshot,
+        Event, EventStatus, Totals, Allocator, IndexOrigin,
+    )),
+    tags((name = "retrieval"), (name = "operations"), (name = "admin")),
+)]
+pub struct ApiDoc;
+
+/// The OpenAPI document, pretty JSON.
+pub fn openapi_json() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|e| unreachable!("the document serializes: {e}"))
+}

@@ -1,0 +1,29 @@
+//! The OpenAPI document: served at `/openapi.json`, generated from the code's own types, and
+//! committed as `docs/openapi.json` — the same document everywhere.
+
+use crate::support::TestServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committed_document_is_the_generated_one() {
+    let generated = turnstile::http::api::openapi_json();
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json"))
+            .unwrap();
+    assert!(
+        committed.trim_end() == generated.trim_end(),
+        "docs/openapi.json is not the generated document; regenerate it with \
+         `cargo run -p turnstile-cli -- openapi > docs/openapi.json`"
+    );
+    let server = TestServer::start(&[]).await;
+    let served = server.get("/openapi.json").await.text().await.unwrap();
+    assert_eq!(served, generated);
+    let document: serde_json::Value = serde_json::from_str(&served).unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    for path in turnstile::http::ROUTES {
+        assert!(
+            document["paths"][path].is_object(),
+            "{path} is not documented"
+        );
+    }
+    server.stop().await;
+}
