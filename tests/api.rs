@@ -27,3 +27,18 @@ async fn the_committed_document_is_the_generated_one() {
     }
     server.stop().await;
 }
+
+/// Schemathesis against a real server (`tests/schemathesis/run.sh`; `tests/setup.sh` installs
+/// it): no 5xx, every response as the document says, every schema-valid request answered.
+#[test]
+fn schemathesis_finds_nothing() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/schemathesis/run.sh");
+    let out = std::process::Command::new(script)
+        .arg(crate::support::binary())
+        .output()
+        .unwrap();
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains(" passed"), "{report}");
+}

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes the HTTP API against its own OpenAPI document with Schemathesis (pinned in
-# requirements.txt, installed into target/schemathesis-venv): a real `turnstile serve` with the
-# default plugin on a free loopback port, every check, seeded and bounded (schemathesis.toml).
-# Fails on any 5xx, any response that does not conform to the document, and any schema-valid
-# /retrieve request that is refused. Run by .ci/run after the tests (it uses their binary).
+# requirements.txt, installed into target/schemathesis-venv by tests/setup.sh): a real
+# `turnstile serve` with the default plugin on a free loopback port, every check, seeded and
+# bounded (schemathesis.toml). Fails on any 5xx, any response that does not conform to the
+# document, and any schema-valid /retrieve request that is refused. The integration test
+# `api::schemathesis_finds_nothing` runs it with the binary under test.
 #
 #   tests/schemathesis/run.sh [path/to/turnstile]
 set -euo pipefail
@@ -13,10 +14,7 @@ bin="${1:-$repo/target/debug/turnstile}"
 venv="$repo/target/schemathesis-venv"
 [ -x "$bin" ] || { echo "missing $bin: cargo build -p turnstile-cli" >&2; exit 1; }
 
-if ! "$venv/bin/st" --version 2>/dev/null | grep -qF "$(sed -n 's/^schemathesis==//p' "$here/requirements.txt")"; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
-fi
+[ -x "$venv/bin/st" ] || { echo "missing $venv: run tests/setup.sh" >&2; exit 1; }
 
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
