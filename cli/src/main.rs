@@ -25,7 +25,7 @@ struct Cli {
 enum Command {
     /// Serve `POST /retrieve` (and `/state`, `/healthz`, `/readyz`, `/metrics`). Settings come
     /// from the defaults, then `--config FILE`, then these flags, then `TURNSTILE_*` variables.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Demonstrate the gate over real loopback HTTP against temporary `serve` children, and
     /// check every case (exits non-zero when any case differs from what is expected).
     Drive(DriveArgs),

@@ -2,8 +2,13 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-/// Events kept in the log; older ones are dropped.
+/// Events a snapshot (`/state`) shows: the most recent ones.
 pub const MAX_EVENTS: usize = 128;
+
+/// Events the gate retains, so a watcher that reads them every few hundred milliseconds (the
+/// live page's stream) misses none at thousands of events per second; older ones are dropped.
+/// About 40 bytes each.
+pub const RETAINED_EVENTS: usize = 1024;
 
 /// A gate transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -38,9 +43,23 @@ pub struct Event {
     pub active: usize,
     /// Requests waiting after the transition.
     pub waiting: usize,
+    /// For `promoted`: how long the request waited in the queue; for `released`: how long the
+    /// lease was held (the work's execution time). In microseconds; absent for other events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub took_us: Option<u64>,
 }
 
-/// The last [`MAX_EVENTS`] events.
+/// What [`super::Gate::events_after`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventsAfter {
+    /// The retained events after the order asked for, oldest first.
+    pub events: Vec<Event>,
+    /// Events after the order asked for that are no longer retained (they came before
+    /// `events`).
+    pub missed: u64,
+}
+
+/// The last [`RETAINED_EVENTS`] events.
 #[derive(Debug, Default)]
 pub(super) struct EventLog {
     events: VecDeque<Event>,
@@ -48,9 +67,15 @@ pub(super) struct EventLog {
 }
 
 impl EventLog {
-    pub(super) fn push(&mut self, status: EventStatus, active: usize, waiting: usize) {
+    pub(super) fn push(
+        &mut self,
+        status: EventStatus,
+        active: usize,
+        waiting: usize,
+        took_us: Option<u64>,
+    ) {
         self.next_order += 1;
-        if self.events.len() == MAX_EVENTS {
+        if self.events.len() == RETAINED_EVENTS {
             self.events.pop_front();
         }
         self.events.push_back(Event {
@@ -58,11 +83,31 @@ impl EventLog {
             status,
             active,
             waiting,
+            took_us,
         });
     }
 
-    pub(super) fn to_vec(&self) -> Vec<Event> {
-        self.events.iter().copied().collect()
+    /// The newest `n` events, oldest first.
+    pub(super) fn last(&self, n: usize) -> Vec<Event> {
+        let skip = self.events.len().saturating_sub(n);
+        self.events.iter().skip(skip).copied().collect()
+    }
+
+    /// The order of the newest event, 0 before the first.
+    pub(super) fn last_order(&self) -> u64 {
+        self.next_order
+    }
+
+    pub(super) fn after(&self, order: u64) -> EventsAfter {
+        // Orders are consecutive, so the first retained one locates every other.
+        let Some(first) = self.events.front().map(|e| e.order) else {
+            return EventsAfter::default();
+        };
+        let skip = usize::try_from(order.saturating_sub(first - 1)).unwrap_or(usize::MAX);
+        EventsAfter {
+            events: self.events.iter().skip(skip).copied().collect(),
+            missed: first.saturating_sub(order + 1).min(self.next_order),
+        }
     }
 }
 
@@ -71,15 +116,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_only_the_last_128_with_increasing_order() {
+    fn shows_the_last_128_and_retains_1024_with_increasing_order() {
         let mut log = EventLog::default();
-        for i in 0..300 {
-            log.push(EventStatus::Admitted, i, 0);
+        for i in 0..3000 {
+            log.push(EventStatus::Admitted, i, 0, None);
         }
-        let events = log.to_vec();
+        let events = log.last(MAX_EVENTS);
         assert_eq!(events.len(), MAX_EVENTS);
-        assert_eq!(events[0].order, 300 - MAX_EVENTS as u64 + 1);
-        assert_eq!(events.last().unwrap().order, 300);
+        assert_eq!(events[0].order, 3000 - MAX_EVENTS as u64 + 1);
+        assert_eq!(events.last().unwrap().order, 3000);
         assert!(events.windows(2).all(|w| w[1].order == w[0].order + 1));
+        assert_eq!(log.last(usize::MAX).len(), RETAINED_EVENTS);
+    }
+
+    #[test]
+    fn after_an_order_gives_what_is_retained_and_counts_the_rest() {
+        let mut log = EventLog::default();
+        assert_eq!(log.after(0), EventsAfter::default());
+        for i in 0..3000 {
+            log.push(EventStatus::Released, 0, 0, Some(i as u64));
+        }
+        let first = 3000 - RETAINED_EVENTS as u64 + 1;
+        let newer = log.after(2990);
+        assert_eq!(newer.missed, 0);
+        assert_eq!(
+            newer.events.iter().map(|e| e.order).collect::<Vec<_>>(),
+            (2991..=3000).collect::<Vec<_>>()
+        );
+        assert!(log.after(3000).events.is_empty());
+        assert!(log.after(5000).events.is_empty());
+        let edge = log.after(first - 1);
+        assert_eq!((edge.missed, edge.events.len()), (0, RETAINED_EVENTS));
+        let old = log.after(10);
+        assert_eq!(old.missed, first - 11);
+        assert_eq!(old.events.len(), RETAINED_EVENTS);
+        assert_eq!(old.events[0].order, first);
+        assert_eq!(log.after(0).missed, first - 1);
     }
 }

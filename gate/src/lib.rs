@@ -18,7 +18,7 @@ mod sync;
 
 pub use acquire::{Acquire, Refusal};
 pub use config::{GateConfig, GateConfigError};
-pub use events::{Event, EventStatus, MAX_EVENTS};
+pub use events::{Event, EventStatus, EventsAfter, MAX_EVENTS, RETAINED_EVENTS};
 pub use lease::{ClientWatch, Lease};
 pub use state::{Gate, LeaseSnapshot, Snapshot, Totals};
 

@@ -1,5 +1,6 @@
 use std::task::Waker;
 
+use quanta::Instant;
 use slab::Slab;
 
 /// No neighbour (the end of the list).
@@ -40,6 +41,8 @@ pub(super) struct WaitQueue {
 #[derive(Debug)]
 struct Node {
     ticket: u64,
+    /// When the waiter joined (its promotion event reports how long it waited).
+    since: Instant,
     place: Place,
 }
 
@@ -77,9 +80,10 @@ impl WaitQueue {
     }
 
     /// Joins at the back.
-    pub(super) fn push_back(&mut self, ticket: u64, waker: Waker) -> WaiterKey {
+    pub(super) fn push_back(&mut self, ticket: u64, since: Instant, waker: Waker) -> WaiterKey {
         let index = self.nodes.insert(Node {
             ticket,
+            since,
             place: Place::Linked {
                 prev: self.tail,
                 next: NIL,
@@ -96,17 +100,17 @@ impl WaitQueue {
     }
 
     /// Unlinks the oldest waiter and records that it was handed the lease in slot `lease`.
-    /// Returns its ticket and the waker of its task.
+    /// Returns its ticket, when it joined, and the waker of its task.
     pub(super) fn promote_front(
         &mut self,
         lease: impl FnOnce(u64) -> usize,
-    ) -> Option<(u64, Option<Waker>)> {
+    ) -> Option<(u64, Instant, Option<Waker>)> {
         let index = self.head;
         if index == NIL {
             return None;
         }
         let node = &mut self.nodes[index];
-        let ticket = node.ticket;
+        let (ticket, since) = (node.ticket, node.since);
         let place = std::mem::replace(
             &mut node.place,
             Place::Promoted {
@@ -117,7 +121,7 @@ impl WaitQueue {
             unreachable!("the head of the queue is linked");
         };
         self.unlink(prev, next);
-        Some((ticket, waker))
+        Some((ticket, since, waker))
     }
 
     /// The waiter leaves for good (its deadline passed or its future was dropped): unlinked if
@@ -156,6 +160,7 @@ impl WaitQueue {
             Some(Node {
                 ticket,
                 place: Place::Linked { waker, .. },
+                ..
             }) if *ticket == key.ticket => Some(waker),
             _ => None,
         }
@@ -209,7 +214,7 @@ mod tests {
     fn fifo_with_removal_anywhere_and_stale_keys() {
         let mut q = WaitQueue::default();
         let keys: Vec<WaiterKey> = (1..=5)
-            .map(|t| q.push_back(t, Waker::noop().clone()))
+            .map(|t| q.push_back(t, Instant::now(), Waker::noop().clone()))
             .collect();
         assert_eq!(tickets_in_order(&q), [1, 2, 3, 4, 5]);
         assert_eq!(q.remove(keys[2]), Some(Left::Waiting));
@@ -217,11 +222,11 @@ mod tests {
         assert_eq!(q.remove(keys[2]), None, "a key works once");
         assert_eq!(tickets_in_order(&q), [1, 2, 4]);
         // The freed node is reused by a newcomer; the old key must not reach it.
-        let six = q.push_back(6, Waker::noop().clone());
+        let six = q.push_back(6, Instant::now(), Waker::noop().clone());
         assert_eq!(q.remove(keys[4]), None);
         assert_eq!(tickets_in_order(&q), [1, 2, 4, 6]);
 
-        let (ticket, waker) = q.promote_front(|t| t as usize * 10).unwrap();
+        let (ticket, _, waker) = q.promote_front(|t| t as usize * 10).unwrap();
         assert_eq!((ticket, waker.is_some()), (1, true));
         assert_eq!(tickets_in_order(&q), [2, 4, 6]);
         assert!(

@@ -8,7 +8,7 @@ use slab::Slab;
 
 use super::GateConfig;
 use super::acquire::Acquire;
-use super::events::{Event, EventLog, EventStatus};
+use super::events::{Event, EventLog, EventStatus, EventsAfter, MAX_EVENTS};
 use super::queue::{Left, WaitQueue, WaiterKey};
 use super::sync::{Arc, Mutex, MutexGuard};
 
@@ -172,6 +172,18 @@ impl Gate {
         Acquire::new(Arc::clone(&self.inner))
     }
 
+    /// The events after `order` that the gate still retains (its last
+    /// [`super::RETAINED_EVENTS`]), oldest first, and how many after `order` it no longer has. A
+    /// watcher passes the order of the last event it saw to follow the log without gaps.
+    pub fn events_after(&self, order: u64) -> EventsAfter {
+        self.inner.lock().events.after(order)
+    }
+
+    /// The order of the newest event (0 before the first).
+    pub fn last_event_order(&self) -> u64 {
+        self.inner.lock().events.last_order()
+    }
+
     /// The current state, taken atomically.
     pub fn snapshot(&self) -> Snapshot {
         let state = self.inner.lock();
@@ -189,7 +201,7 @@ impl Gate {
         Snapshot {
             active: state.leases.len(),
             waiting: state.waiters.len(),
-            events: state.events.to_vec(),
+            events: state.events.last(MAX_EVENTS),
             max_active: self.inner.config.max_active,
             max_waiting: self.inner.config.max_waiting,
             wait_seconds: self.inner.config.wait_deadline.as_secs_f64(),
@@ -220,7 +232,7 @@ impl GateInner {
             state.totals.admitted += 1;
             Entry::Admitted(grant)
         } else if state.waiters.len() < self.config.max_waiting {
-            let key = state.waiters.push_back(ticket, waker.clone());
+            let key = state.waiters.push_back(ticket, now, waker.clone());
             state.log(EventStatus::Queued);
             Entry::Queued(key)
         } else {
@@ -321,8 +333,14 @@ impl GateInner {
 
 impl GateState {
     fn log(&mut self, status: EventStatus) {
+        self.log_took(status, None);
+    }
+
+    /// Logs an event that ends a wait or a lease, with how long it lasted.
+    fn log_took(&mut self, status: EventStatus, took: Option<Duration>) {
         let (active, waiting) = (self.leases.len(), self.waiters.len());
-        self.events.push(status, active, waiting);
+        let took_us = took.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        self.events.push(status, active, waiting, took_us);
     }
 
     /// Takes a slot for `ticket`'s lease. The caller has checked that one is free.
@@ -357,25 +375,27 @@ impl GateState {
             record.ticket, key.ticket,
             "a lease is released exactly once"
         );
-        let held = now
-            .saturating_duration_since(record.granted_at)
-            .as_secs_f64();
+        let held = now.saturating_duration_since(record.granted_at);
+        let held_s = held.as_secs_f64();
         self.service_ewma = Some(match self.service_ewma {
-            None => held,
-            Some(avg) => 0.8 * avg + 0.2 * held,
+            None => held_s,
+            Some(avg) => 0.8 * avg + 0.2 * held_s,
         });
-        self.log(EventStatus::Released);
+        self.log_took(EventStatus::Released, Some(held));
         self.totals.released += 1;
         debug_assert!(self.leases.len() < config.max_active);
         let leases = &mut self.leases;
-        let (_, waker) = self.waiters.promote_front(|ticket| {
+        let (_, since, waker) = self.waiters.promote_front(|ticket| {
             leases.insert(LeaseRecord {
                 ticket,
                 granted_at: now,
                 client_gone: false,
             })
         })?;
-        self.log(EventStatus::Promoted);
+        self.log_took(
+            EventStatus::Promoted,
+            Some(now.saturating_duration_since(since)),
+        );
         waker
     }
 

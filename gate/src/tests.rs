@@ -336,3 +336,39 @@ mod properties {
         }
     }
 }
+
+#[tokio::test]
+async fn promotions_carry_the_wait_and_releases_the_hold() {
+    let gate = gate(1, 1, 60_000);
+    let first = gate.acquire().await.unwrap();
+    let mut second = gate.acquire();
+    assert!(poll_once(&mut second).is_pending());
+    // Real time must pass: the gate's clock is not tokio's.
+    std::thread::sleep(Duration::from_millis(5));
+    drop(first);
+    let second = match poll_once(&mut second) {
+        Poll::Ready(lease) => lease.unwrap(),
+        Poll::Pending => panic!("promoted on release"),
+    };
+    drop(second);
+    let events = gate.snapshot().events;
+    let took: Vec<(EventStatus, bool)> = events
+        .iter()
+        .map(|e| (e.status, e.took_us.is_some()))
+        .collect();
+    assert_eq!(
+        took,
+        [
+            (Admitted, false),
+            (Queued, false),
+            (Released, true),
+            (Promoted, true),
+            (Released, true)
+        ]
+    );
+    assert!(events[2].took_us.unwrap() >= 5_000, "{events:?}");
+    assert!(events[3].took_us.unwrap() >= 5_000, "{events:?}");
+    let after = gate.events_after(3);
+    assert_eq!((after.missed, after.events.len()), (0, 2));
+    assert_eq!(gate.last_event_order(), 5);
+}

@@ -39,7 +39,10 @@ pub async fn require_admin(
     request: Request,
     next: Next,
 ) -> Response {
-    let is_state = matches!(request.uri().path(), "/state" | "/metrics");
+    let is_state = matches!(
+        request.uri().path(),
+        "/state" | "/metrics" | "/dashboard" | "/events"
+    );
     if is_state && !state.admin.protect_state {
         return next.run(request).await;
     }

@@ -2,6 +2,7 @@
 //! 3.1 document generated from them and from the handlers' annotations ([`ApiDoc`]), served at
 //! `GET /openapi.json` and committed as `docs/openapi.json` (a test checks they are the same).
 
+use super::live::hub::LiveBody;
 use std::collections::BTreeMap;
 
 use axum::http::StatusCode;
@@ -49,13 +50,17 @@ pub enum InvalidCode {
     InvalidSha256,
     /// 422: swap settings out of their bounds.
     InvalidPluginConfig,
+    /// 400: a `Last-Event-ID` that is not a decimal event id.
+    InvalidLastEventId,
 }
 
 impl InvalidCode {
     /// The HTTP status of this refusal.
     pub fn status(self) -> StatusCode {
         match self {
-            Self::MalformedJson | Self::UnreadableBody => StatusCode::BAD_REQUEST,
+            Self::MalformedJson | Self::UnreadableBody | Self::InvalidLastEventId => {
+                StatusCode::BAD_REQUEST
+            }
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -82,6 +87,7 @@ impl InvalidCode {
             Self::InvalidSwapRequest => "invalid_swap_request",
             Self::InvalidSha256 => "invalid_sha256",
             Self::InvalidPluginConfig => "invalid_plugin_config",
+            Self::InvalidLastEventId => "invalid_last_event_id",
         }
     }
 }
@@ -134,6 +140,30 @@ one_word! {
     InternalStatus = InternalError;
     /// `swapped`.
     SwappedStatus = Swapped;
+    /// `too_many_subscribers`.
+    TooManySubscribersStatus = TooManySubscribers;
+}
+
+/// 503: `--max-subscribers` `/events` streams are open already.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TooManySubscribersBody {
+    /// Always `too_many_subscribers`.
+    pub status: TooManySubscribersStatus,
+    /// Human message.
+    pub detail: String,
+    /// Suggested wait before retrying, in seconds (also in `Retry-After`).
+    pub retry_after_seconds: u64,
+}
+
+impl TooManySubscribersBody {
+    /// The body for a cap of `max` streams.
+    pub fn new(max: usize, retry_after_seconds: u64) -> Self {
+        Self {
+            status: TooManySubscribersStatus::TooManySubscribers,
+            detail: format!("{max} /events streams are open (--max-subscribers); try again later"),
+            retry_after_seconds,
+        }
+    }
 }
 
 /// 400, 408, 413, 415, 422: refused before any work.
@@ -413,6 +443,8 @@ pub struct StateBody {
     pub corpus_sessions_open: usize,
     /// Connections.
     pub connections: ConnectionsBody,
+    /// The live view's streams (`/events`).
+    pub live: LiveBody,
 }
 
 /// The HTTP API.
@@ -431,13 +463,16 @@ pub struct StateBody {
         super::health::metrics,
         super::admin::swap_plugin,
         super::health::openapi,
+        super::live::dashboard,
+        super::live::events,
     ),
     components(schemas(
         RetrieveRequestBody, RetrieveResponse, SourceBody, PluginBody, Timing, InvalidRequestBody,
         InvalidCode, RefusalBody, RefusalStatus, InternalBody, HealthBody, ReadyBody, StateBody,
         StuckCall, CorpusBody, ConnectionsBody, SwapRequestBody, SwappedBody, GenerationBody,
         SwapFailedBody, SwapRefusal, UnauthorizedBody, ForbiddenBody, ForbiddenCode, Snapshot, LeaseSnapshot,
-        Event, EventStatus, Totals, Allocator, IndexOrigin,
+        Event, EventStatus, Totals, Allocator, IndexOrigin, LiveBody, TooManySubscribersBody,
+        TooManySubscribersStatus,
     )),
     tags((name = "retrieval"), (name = "operations"), (name = "admin")),
 )]

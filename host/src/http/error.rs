@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::api::{
     ForbiddenBody, ForbiddenCode, InternalBody, InvalidCode, InvalidRequestBody, RefusalBody,
-    RefusalStatus, SwapFailedBody, UnauthorizedBody,
+    RefusalStatus, SwapFailedBody, TooManySubscribersBody, UnauthorizedBody,
 };
 use crate::gate::Refusal;
 
@@ -47,6 +47,12 @@ pub enum ApiError {
         code: &'static str,
         /// Human message.
         detail: String,
+    },
+    /// `--max-subscribers` `/events` streams are open: 503 `too_many_subscribers`.
+    #[error("too_many_subscribers: {max} streams are open")]
+    TooManySubscribers {
+        /// The cap.
+        max: usize,
     },
     /// The plugin failed (trap, guest error, panic): 500 `{"status":"internal_error"}`.
     #[error("internal error in request {request_id}")]
@@ -156,6 +162,15 @@ impl ApiError {
                 Json(SwapFailedBody::new(code, detail)),
             )
                 .into_response(),
+            Self::TooManySubscribers { max } => {
+                let retry_after = 5;
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    Json(TooManySubscribersBody::new(max, retry_after)),
+                )
+                    .into_response()
+            }
             Self::Internal { request_id } => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Json(InternalBody::new(request_id)),

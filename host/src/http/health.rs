@@ -123,6 +123,7 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
             open: state.connections.load(std::sync::atomic::Ordering::SeqCst),
             max: state.edge.max_connections,
         },
+        live: state.live.body(),
     })
 }
 

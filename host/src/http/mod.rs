@@ -6,6 +6,7 @@ pub mod api;
 mod body;
 mod error;
 mod health;
+pub mod live;
 mod request_id;
 mod retrieve;
 mod state;
@@ -29,6 +30,8 @@ pub const ROUTES: &[&str] = &[
     "/metrics",
     "/admin/plugin",
     "/openapi.json",
+    "/dashboard",
+    "/events",
 ];
 
 /// The service's routes over `state`. Tests drive it with `oneshot` or a real socket.
@@ -38,6 +41,8 @@ pub fn app(state: AppState) -> Router {
         .route("/admin/plugin", post(admin::swap_plugin))
         .route("/state", get(health::state))
         .route("/metrics", get(health::metrics))
+        .route("/dashboard", get(live::dashboard))
+        .route("/events", get(live::events))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             admin::require_admin,

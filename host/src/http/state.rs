@@ -3,6 +3,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::Duration;
 
+use super::live::hub::{Hub, LiveConfig};
 use crate::cache::Cache;
 use crate::corpus::CorpusIndex;
 use crate::gate::Gate;
@@ -37,6 +38,8 @@ pub struct AppState {
     request_ids: Arc<AtomicU64>,
     /// What `/metrics` shows.
     pub metrics: Arc<Metrics>,
+    /// The live view (`/events`, `/dashboard`).
+    pub live: Arc<Hub>,
     /// Keeps a temporary cache directory (the index) alive as long as the server.
     _cache: Arc<Cache>,
 }
@@ -52,6 +55,8 @@ pub struct Policies {
     pub health: HealthPolicy,
     /// Log one line per completed request.
     pub access_log: bool,
+    /// Bounds of the live view.
+    pub live: LiveConfig,
 }
 
 /// How long a lease may be held before the process reports it: a plugin call is never
@@ -90,6 +95,7 @@ impl AppState {
             connections: Arc::default(),
             request_ids: Arc::new(AtomicU64::new(1)),
             metrics,
+            live: Arc::new(Hub::new(policies.live)),
             _cache: cache,
         }
     }

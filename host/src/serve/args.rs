@@ -10,6 +10,7 @@ use clap::Args;
 use super::EdgeLimits;
 use crate::gate::{GateConfig, GateConfigError};
 use crate::http::HealthPolicy;
+use crate::http::live::hub::LiveConfig;
 use crate::plugin::{
     PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
 };
@@ -127,6 +128,17 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub stuck_unhealthy_after_ms: Option<u64>,
 
+    /// `/events` streams (the live page's) open at once (1..=10000); more get 503
+    /// `too_many_subscribers`.
+    #[arg(long = "max-subscribers", default_value_t = 32,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_subscribers: u64,
+
+    /// How often `/events` sends new gate events and a snapshot, in milliseconds (10..=60000).
+    #[arg(long = "events-interval-ms", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub events_interval_ms: u64,
+
     /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
     /// milliseconds (1..=3600000); past it the process exits with status 1.
     #[arg(long = "drain-ms", default_value_t = 30_000,
@@ -206,6 +218,14 @@ impl ServeArgs {
             body_timeout: Duration::from_millis(self.body_timeout_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             max_connections: self.max_connections as usize,
+        }
+    }
+
+    /// Bounds of the live view.
+    pub fn live_config(&self) -> LiveConfig {
+        LiveConfig {
+            max_subscribers: self.max_subscribers as usize,
+            interval: Duration::from_millis(self.events_interval_ms),
         }
     }
 

@@ -107,6 +107,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             edge: args.edge_limits(),
             health: args.health_policy(),
             access_log: args.access_log,
+            live: args.live_config(),
         },
         Arc::new(cache),
         metrics,
@@ -173,10 +174,20 @@ pub async fn run(
             }
         })
     };
+    let live = Arc::clone(&state.live);
+    let live_task = {
+        let state = state.clone();
+        tokio::spawn(Arc::clone(&live).run(state.gate.clone(), move |last| {
+            crate::http::live::snapshot(&state, last)
+        }))
+    };
     tracing::info!(%addr, "turnstile ready: listening on http://{addr}");
     let open = Arc::clone(&state.connections);
     let draining = edge::accept(listener, app(state), limits, open, shutdown).await;
     upkeep.abort();
+    // Open streams never end by themselves: end them, or they would hold the drain.
+    live.close();
+    let _ = live_task.await;
     let deadline = tokio::time::Instant::now() + drain;
     tracing::info!(
         drain_ms = drain.as_millis() as u64,

@@ -1,0 +1,238 @@
+//! The hub behind `/events`: while anyone watches, it reads the gate's new events and a
+//! snapshot every `interval`, serialises each once, and broadcasts it to every subscriber.
+//!
+//! Bounds: at most `max_subscribers` streams at once (more get 503 `too_many_subscribers`); one
+//! broadcast ring of [`FRAMES_BUFFERED`] frames shared by all of them (a frame holds at most
+//! [`turnstile_gate::RETAINED_EVENTS`] events or one snapshot with at most [`MAX_LIVE_LEASES`]
+//! leases); a subscriber that falls that many frames behind (it does not read its socket) is
+//! dropped, so it can neither slow the gate nor grow memory. With nobody watching, the hub only
+//! notes the newest event's order once per interval.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
+use turnstile_gate::{Event, EventsAfter, Gate, LeaseSnapshot, Totals};
+
+use crate::http::retrieve::PluginBody;
+
+/// Frames a subscriber may fall behind before it is dropped.
+pub const FRAMES_BUFFERED: usize = 32;
+
+/// Leases a snapshot lists (the oldest: a stuck call is among them); `active` counts them all.
+pub const MAX_LIVE_LEASES: usize = 64;
+
+/// How the live view is bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// Streams open at once.
+    pub max_subscribers: usize,
+    /// How often new events and a snapshot are sent.
+    pub interval: Duration,
+}
+
+/// One message of the stream, serialised once for every subscriber.
+#[derive(Debug)]
+pub enum Frame {
+    /// Gate events `first..=last` (consecutive orders), as the JSON of an [`EventsBody`].
+    Events {
+        /// The order of the first event.
+        first: u64,
+        /// The order of the last event.
+        last: u64,
+        /// The events (a subscriber that has seen some of them gets the rest).
+        events: Vec<Event>,
+        /// Events before `first` the hub no longer found retained.
+        missed: u64,
+        /// `{"missed": …, "events": […]}`.
+        json: String,
+    },
+    /// A [`LiveSnapshot`] taken when the newest event was `last`.
+    Snapshot {
+        /// The order of the newest event then.
+        last: u64,
+        /// The snapshot's JSON.
+        json: String,
+    },
+}
+
+/// The data of an `events` message.
+#[derive(Debug, Serialize)]
+pub struct EventsBody<'a> {
+    /// Events that came before these and are no longer retained (the watcher missed them).
+    pub missed: u64,
+    /// New gate events, oldest first.
+    pub events: &'a [Event],
+}
+
+impl Frame {
+    pub(super) fn events(after: &EventsAfter) -> Option<Self> {
+        let (first, last) = (after.events.first()?.order, after.events.last()?.order);
+        Some(Self::Events {
+            first,
+            last,
+            missed: after.missed,
+            json: events_json(after.missed, &after.events),
+            events: after.events.clone(),
+        })
+    }
+}
+
+pub(super) fn events_json(missed: u64, events: &[Event]) -> String {
+    serde_json::to_string(&EventsBody { missed, events }).expect("events serialise")
+}
+
+/// The data of a `snapshot` message: the gate now, the serving plugin, what counts as stuck.
+#[derive(Debug, Serialize)]
+pub struct LiveSnapshot {
+    /// When it was taken, in milliseconds since the Unix epoch (the server's clock).
+    pub at_ms: u64,
+    /// The order of the newest gate event when it was taken.
+    pub last_event: u64,
+    /// Leases out.
+    pub active: usize,
+    /// Requests waiting.
+    pub waiting: usize,
+    /// Configured bound on leases.
+    pub max_active: usize,
+    /// Configured bound on waiters.
+    pub max_waiting: usize,
+    /// Configured wait deadline, in seconds.
+    pub wait_seconds: f64,
+    /// The gate's counts over its life.
+    pub totals: Totals,
+    /// Leases whose client is gone while their work still runs.
+    pub client_gone: usize,
+    /// The oldest [`MAX_LIVE_LEASES`] leases, oldest first.
+    pub leases: Vec<LeaseSnapshot>,
+    /// A lease held longer is stuck (`--stuck-after-ms`).
+    pub stuck_after_ms: u64,
+    /// The plugin serving new requests.
+    pub plugin: PluginBody,
+    /// Streams open now.
+    pub subscribers: usize,
+}
+
+/// The hub. One per server.
+#[derive(Debug)]
+pub struct Hub {
+    config: LiveConfig,
+    frames: broadcast::Sender<Arc<Frame>>,
+    subscribers: AtomicUsize,
+    dropped: AtomicU64,
+    closing: watch::Sender<bool>,
+}
+
+/// How the live view is doing, for `/state`.
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+pub struct LiveBody {
+    /// `/events` streams open now.
+    pub subscribers: usize,
+    /// At most this many at once (`--max-subscribers`).
+    pub max_subscribers: usize,
+    /// Streams dropped because their reader fell behind, over the server's life.
+    pub dropped: u64,
+}
+
+/// A subscriber's place: counted while it lives.
+#[derive(Debug)]
+pub struct Seat {
+    hub: Arc<Hub>,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.hub.subscribers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Seat {
+    /// The stream fell [`FRAMES_BUFFERED`] frames behind: it is being dropped.
+    pub fn fell_behind(&self) {
+        self.hub.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Hub {
+    /// A hub with these bounds.
+    pub fn new(config: LiveConfig) -> Self {
+        Self {
+            config,
+            frames: broadcast::Sender::new(FRAMES_BUFFERED),
+            subscribers: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            closing: watch::Sender::new(false),
+        }
+    }
+
+    /// Its bounds.
+    pub fn config(&self) -> LiveConfig {
+        self.config
+    }
+
+    /// A seat and the frames from now on, or `None` when `max_subscribers` are open.
+    pub fn subscribe(
+        self: &Arc<Self>,
+    ) -> Option<(Seat, broadcast::Receiver<Arc<Frame>>, watch::Receiver<bool>)> {
+        self.subscribers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.config.max_subscribers).then_some(n + 1)
+            })
+            .ok()?;
+        let seat = Seat {
+            hub: Arc::clone(self),
+        };
+        // Subscribe before the caller reads its backlog from the gate: no event falls between.
+        Some((seat, self.frames.subscribe(), self.closing.subscribe()))
+    }
+
+    /// Counts for `/state`.
+    pub fn body(&self) -> LiveBody {
+        LiveBody {
+            subscribers: self.subscribers.load(Ordering::Acquire),
+            max_subscribers: self.config.max_subscribers,
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Ends every stream (the server is shutting down: open streams would hold the drain).
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Broadcasts new events and a snapshot every interval while anyone watches, until
+    /// [`Hub::close`].
+    pub async fn run(self: Arc<Self>, gate: Gate, snapshot: impl Fn(u64) -> LiveSnapshot) {
+        let mut closing = self.closing.subscribe();
+        let mut every = tokio::time::interval(self.config.interval);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut last = gate.last_event_order();
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                _ = closing.wait_for(|closed| *closed) => return,
+            }
+            if self.frames.receiver_count() == 0 {
+                last = gate.last_event_order();
+                continue;
+            }
+            let after = gate.events_after(last);
+            if let Some(frame) = Frame::events(&after) {
+                last = after.events.last().map_or(last, |e| e.order);
+                // An error only means every receiver left since the count was read.
+                let _ = self.frames.send(Arc::new(frame));
+            }
+            let json = serde_json::to_string(&snapshot(last)).expect("snapshot serialises");
+            let _ = self.frames.send(Arc::new(Frame::Snapshot { last, json }));
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,266 @@
+//! The live view of the gate: `GET /events`, a Server-Sent Events stream of gate events and
+//! periodic snapshots (see [`hub`] for its bounds), and `GET /dashboard`, one self-contained page
+//! that draws it. Both follow the access rule of `/state`.
+
+pub mod hub;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
+use axum::response::sse::{Event as SseEvent, Sse};
+use futures_util::Stream;
+use tokio::sync::broadcast::error::RecvError;
+use turnstile_gate::{Gate, MAX_EVENTS};
+
+use super::api::{InvalidCode, InvalidRequestBody, TooManySubscribersBody};
+use super::retrieve::PluginBody;
+use super::{ApiError, AppState};
+use hub::{Frame, LiveSnapshot, MAX_LIVE_LEASES, Seat, events_json, now_ms};
+
+/// The page, with its script and style inline (no external asset, no CDN).
+const DASHBOARD_HTML: &str = include_str!("dashboard.html");
+
+/// How long a browser waits before reconnecting a dropped stream, in milliseconds.
+const RECONNECT_MS: u64 = 1_000;
+
+/// `GET /dashboard`: the live page.
+#[utoipa::path(
+    get,
+    path = "/dashboard",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The live page (HTML, self-contained)", body = String, content_type = "text/html"),
+        (status = 401, description = "Beyond loopback: a token is needed", body = super::api::UnauthorizedBody),
+        (status = 403, description = "Beyond loopback: refused for where it comes from", body = super::api::ForbiddenBody),
+    )
+)]
+pub async fn dashboard() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        DASHBOARD_HTML,
+    )
+}
+
+/// The snapshot the stream sends, built from the server's state.
+pub fn snapshot(state: &AppState, last_event: u64) -> LiveSnapshot {
+    let gate = state.gate.snapshot();
+    let mut leases = gate.leases;
+    leases.truncate(MAX_LIVE_LEASES);
+    LiveSnapshot {
+        at_ms: now_ms(),
+        last_event,
+        active: gate.active,
+        waiting: gate.waiting,
+        max_active: gate.max_active,
+        max_waiting: gate.max_waiting,
+        wait_seconds: gate.wait_seconds,
+        totals: gate.totals,
+        client_gone: gate.client_gone,
+        leases,
+        stuck_after_ms: state.health.stuck_after.as_millis() as u64,
+        plugin: PluginBody::of(&state.plugins.current()),
+        subscribers: state.live.body().subscribers,
+    }
+}
+
+/// `GET /events`: gate events (`event: events`, data `{"missed": n, "events": [...]}`) and a
+/// snapshot (`event: snapshot`) every `--events-interval-ms`. Each message's `id` is the order of
+/// the newest gate event it covers; reconnecting with `Last-Event-ID` resumes after it when the
+/// gate still retains those events (`missed` counts the ones it no longer has). A first
+/// connection gets the last 128 events and a snapshot at once.
+#[utoipa::path(
+    get,
+    path = "/events",
+    tag = "operations",
+    params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this gate event order")),
+    responses(
+        (status = 200, description = "A Server-Sent Events stream (docs/DASHBOARD.md)", body = String, content_type = "text/event-stream"),
+        (status = 400, description = "`invalid_last_event_id`", body = InvalidRequestBody),
+        (status = 401, description = "Beyond loopback: a token is needed", body = super::api::UnauthorizedBody),
+        (status = 403, description = "Beyond loopback: refused for where it comes from", body = super::api::ForbiddenBody),
+        (status = 503, description = "`too_many_subscribers`: --max-subscribers streams are open", body = TooManySubscribersBody),
+    )
+)]
+pub async fn events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let resume = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        InvalidCode::InvalidLastEventId,
+                        "Last-Event-ID must be the decimal id of an event this stream sent",
+                    )
+                })?,
+        ),
+    };
+    let Some((seat, frames, closing)) = state.live.subscribe() else {
+        return Err(ApiError::TooManySubscribers {
+            max: state.live.config().max_subscribers,
+        });
+    };
+    let backlog = backlog(&state.gate, resume);
+    let seen = backlog.last_event;
+    let first = vec![
+        backlog.events,
+        Some(
+            snapshot_event(&snapshot(&state, seen))
+                .retry(std::time::Duration::from_millis(RECONNECT_MS)),
+        ),
+    ];
+    let stream = Subscriber {
+        seat,
+        frames,
+        closing,
+        seen,
+    }
+    .into_stream(first.into_iter().flatten());
+    Ok(Sse::new(stream))
+}
+
+/// What a new stream sends first.
+struct Backlog {
+    events: Option<SseEvent>,
+    last_event: u64,
+}
+
+fn backlog(gate: &Gate, resume: Option<u64>) -> Backlog {
+    let newest = gate.last_event_order();
+    // An id above the newest comes from an earlier run of the server: start afresh.
+    let after = match resume {
+        Some(id) if id <= newest => gate.events_after(id),
+        _ => {
+            let mut all = gate.events_after(newest.saturating_sub(MAX_EVENTS as u64));
+            all.missed = 0;
+            all
+        }
+    };
+    let last_event = after
+        .events
+        .last()
+        .map_or(resume.filter(|id| *id <= newest).unwrap_or(newest), |e| {
+            e.order
+        });
+    let events = (!after.events.is_empty() || after.missed > 0).then(|| {
+        SseEvent::default()
+            .event("events")
+            .id(last_event.to_string())
+            .data(events_json(after.missed, &after.events))
+    });
+    Backlog { events, last_event }
+}
+
+fn snapshot_event(snapshot: &LiveSnapshot) -> SseEvent {
+    SseEvent::default()
+        .event("snapshot")
+        .id(snapshot.last_event.to_string())
+        .data(serde_json::to_string(snapshot).expect("snapshot serialises"))
+}
+
+/// One open stream.
+struct Subscriber {
+    seat: Seat,
+    frames: tokio::sync::broadcast::Receiver<Arc<Frame>>,
+    closing: tokio::sync::watch::Receiver<bool>,
+    /// The newest gate event this subscriber was sent.
+    seen: u64,
+}
+
+impl Subscriber {
+    fn into_stream(
+        self,
+        first: impl Iterator<Item = SseEvent> + Send + 'static,
+    ) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+        let first = futures_util::stream::iter(first.map(Ok));
+        let rest = futures_util::stream::unfold(self, |mut me| async move {
+            let event = me.next().await?;
+            Some((Ok(event), me))
+        });
+        futures_util::StreamExt::chain(first, rest)
+    }
+
+    /// The next message, or `None` when the stream ends (shutdown, or it fell behind).
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            let frame = tokio::select! {
+                received = self.frames.recv() => received,
+                _ = self.closing.wait_for(|closed| *closed) => return None,
+            };
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(RecvError::Lagged(behind)) => {
+                    self.seat.fell_behind();
+                    tracing::warn!(
+                        frames_behind = behind,
+                        "an /events subscriber fell behind: dropped"
+                    );
+                    return None;
+                }
+                Err(RecvError::Closed) => return None,
+            };
+            if let Some(event) = self.message(&frame) {
+                return Some(event);
+            }
+        }
+    }
+
+    /// The message of a frame for this subscriber: events it was already sent (in its backlog)
+    /// are left out.
+    fn message(&mut self, frame: &Frame) -> Option<SseEvent> {
+        match frame {
+            Frame::Events {
+                first,
+                last,
+                events,
+                missed,
+                json,
+            } => {
+                if *last <= self.seen {
+                    return None;
+                }
+                let data = if *first <= self.seen {
+                    let skip = (self.seen + 1 - first) as usize;
+                    events_json(0, &events[skip..])
+                } else {
+                    // Anything between what it saw and this frame was missed.
+                    let gap = first - self.seen - 1;
+                    if gap == *missed {
+                        json.clone()
+                    } else {
+                        events_json(gap, events)
+                    }
+                };
+                self.seen = *last;
+                Some(
+                    SseEvent::default()
+                        .event("events")
+                        .id(last.to_string())
+                        .data(data),
+                )
+            }
+            Frame::Snapshot { last, json } => Some(
+                SseEvent::default()
+                    .event("snapshot")
+                    .id(last.max(&self.seen).to_string())
+                    .data(json.as_str()),
+            ),
+        }
+    }
+}
