@@ -16,6 +16,7 @@ mod fixtures;
 mod gate;
 mod hostile;
 mod http;
+mod live;
 mod load;
 mod metrics;
 mod swap;

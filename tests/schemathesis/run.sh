@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes the HTTP API against its own OpenAPI document with Schemathesis (pinned in
-# requirements.txt, installed into target/schemathesis-venv by tests/setup.sh): a real
+# tests/requirements.txt, installed into target/test-venv by tests/setup.sh): a real
 # `turnstile serve` with the default plugin on a free loopback port, every check, seeded and
 # bounded (schemathesis.toml). Fails on any 5xx, any response that does not conform to the
 # document, and any schema-valid /retrieve request that is refused. The integration test
@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 bin="${1:-$repo/target/debug/turnstile}"
-venv="$repo/target/schemathesis-venv"
+venv="$repo/target/test-venv"
 [ -x "$bin" ] || { echo "missing $bin: cargo build -p turnstile-cli" >&2; exit 1; }
 
 [ -x "$venv/bin/st" ] || { echo "missing $venv: run tests/setup.sh" >&2; exit 1; }

@@ -61,6 +61,31 @@ struct ConnectionWatch {
     phase: Mutex<Phase>,
     /// Wakes the watchdog when the phase changes (its deadline changes with it).
     changed: Notify,
+    /// A kernel send-buffer size a handler asked for (0: none pending), applied by the socket's
+    /// next write.
+    send_buffer: AtomicUsize,
+    /// A handler asked for the connection to be closed now, whatever it is doing.
+    abort: Notify,
+}
+
+/// A request extension: the socket of the request's connection, for handlers that answer with
+/// an endless stream.
+#[derive(Clone)]
+pub struct ConnectionSocket(Arc<ConnectionWatch>);
+
+impl ConnectionSocket {
+    /// Caps the connection's kernel send buffer (`SO_SNDBUF`, which also turns off its
+    /// autotuning, up to 4 MiB on Linux), so that a peer that stops reading is noticed after
+    /// about `bytes` instead of megabytes. Applied before the next write.
+    pub fn limit_send_buffer(&self, bytes: usize) {
+        self.0.send_buffer.store(bytes.max(1), Ordering::Relaxed);
+    }
+
+    /// Closes the connection now, even in the middle of a response (a stream whose reader
+    /// stopped reading: a graceful end would wait for its socket to drain).
+    pub fn close(&self) {
+        self.0.abort.notify_one();
+    }
 }
 
 impl ConnectionWatch {
@@ -70,6 +95,8 @@ impl ConnectionWatch {
                 since: Instant::now(),
             }),
             changed: Notify::new(),
+            send_buffer: AtomicUsize::new(0),
+            abort: Notify::new(),
         }
     }
 
@@ -134,12 +161,27 @@ impl AsyncRead for WatchedIo {
     }
 }
 
+impl WatchedIo {
+    /// Applies a send-buffer size a handler asked for (one atomic load when none is pending).
+    fn tune(&self) {
+        if self.watch.send_buffer.load(Ordering::Relaxed) != 0 {
+            let bytes = self.watch.send_buffer.swap(0, Ordering::Relaxed);
+            if let Err(error) =
+                rustix::net::sockopt::set_socket_send_buffer_size(&self.stream, bytes)
+            {
+                tracing::debug!(%error, bytes, "could not set the send buffer size");
+            }
+        }
+    }
+}
+
 impl AsyncWrite for WatchedIo {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        self.tune();
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
@@ -156,6 +198,7 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        self.tune();
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
@@ -280,6 +323,9 @@ async fn connection(
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         service_watch.handling();
         request.extensions_mut().insert(ConnectInfo(peer));
+        request
+            .extensions_mut()
+            .insert(ConnectionSocket(Arc::clone(&service_watch)));
         let (app, watch) = (app.clone(), Arc::clone(&service_watch));
         async move {
             let response = app.oneshot(request.map(Body::new)).await;
@@ -311,6 +357,10 @@ async fn connection(
                 return;
             }
             () = watch.changed.notified() => {}
+            () = watch.abort.notified() => {
+                tracing::debug!(%peer, "closing connection: its handler gave up on it");
+                return;
+            }
             () = tokio::time::sleep_until(wake) => {
                 if let Some((at, reason)) = watch.deadline(&limits)
                     && Instant::now() >= at

@@ -6,7 +6,7 @@ mod edge;
 mod layers;
 
 pub use args::{LogFormat, ServeArgs, ServeConfigError};
-pub use edge::EdgeLimits;
+pub use edge::{ConnectionSocket, EdgeLimits};
 pub use layers::{ResolveError, env_name, resolve, resolve_file};
 
 use std::future::Future;

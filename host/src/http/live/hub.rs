@@ -4,9 +4,10 @@
 //! Bounds: at most `max_subscribers` streams at once (more get 503 `too_many_subscribers`); one
 //! broadcast ring of [`FRAMES_BUFFERED`] frames shared by all of them (a frame holds at most
 //! [`turnstile_gate::RETAINED_EVENTS`] events or one snapshot with at most [`MAX_LIVE_LEASES`]
-//! leases); a subscriber that falls that many frames behind (it does not read its socket) is
-//! dropped, so it can neither slow the gate nor grow memory. With nobody watching, the hub only
-//! notes the newest event's order once per interval.
+//! leases); each stream's kernel send buffer capped (`super::STREAM_SEND_BUFFER`). A subscriber
+//! that falls [`FRAMES_BUFFERED`] frames behind (it does not read its socket) is dropped and its
+//! connection closed, so it can neither slow the gate, nor grow memory, nor keep its seat. With
+//! nobody watching, the hub only notes the newest event's order once per interval.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,6 +18,7 @@ use tokio::sync::{broadcast, watch};
 use turnstile_gate::{Event, EventsAfter, Gate, LeaseSnapshot, Totals};
 
 use crate::http::retrieve::PluginBody;
+use crate::serve::ConnectionSocket;
 
 /// Frames a subscriber may fall behind before it is dropped.
 pub const FRAMES_BUFFERED: usize = 32;
@@ -116,13 +118,37 @@ pub struct LiveSnapshot {
 }
 
 /// The hub. One per server.
-#[derive(Debug)]
 pub struct Hub {
     config: LiveConfig,
     frames: broadcast::Sender<Arc<Frame>>,
+    /// Frames broadcast so far.
+    sent: AtomicU64,
+    /// Every open stream's progress, for the hub to drop the ones that stopped reading.
+    seats: std::sync::Mutex<Vec<Arc<SeatState>>>,
     subscribers: AtomicUsize,
     dropped: AtomicU64,
     closing: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("config", &self.config)
+            .field("body", &self.body())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One stream's progress.
+struct SeatState {
+    /// `Hub::sent` when it subscribed.
+    start: u64,
+    /// Frames it has taken from the ring since.
+    taken: AtomicU64,
+    /// Dropped already (counted once).
+    dropped: std::sync::atomic::AtomicBool,
+    /// Its connection, to close when it is dropped.
+    socket: Option<ConnectionSocket>,
 }
 
 /// How the live view is doing, for `/state`.
@@ -137,21 +163,41 @@ pub struct LiveBody {
 }
 
 /// A subscriber's place: counted while it lives.
-#[derive(Debug)]
 pub struct Seat {
     hub: Arc<Hub>,
+    state: Arc<SeatState>,
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
+        let mut seats = self.hub.seats.lock().unwrap_or_else(|p| p.into_inner());
+        seats.retain(|s| !Arc::ptr_eq(s, &self.state));
+        drop(seats);
         self.hub.subscribers.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 impl Seat {
+    /// The stream took a frame from the ring.
+    pub fn took_frame(&self) {
+        self.state.taken.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The stream fell [`FRAMES_BUFFERED`] frames behind: it is being dropped.
     pub fn fell_behind(&self) {
-        self.hub.dropped.fetch_add(1, Ordering::Relaxed);
+        self.state.drop_once(&self.hub);
+    }
+}
+
+impl SeatState {
+    fn drop_once(&self, hub: &Hub) {
+        if !self.dropped.swap(true, Ordering::AcqRel) {
+            hub.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("an /events subscriber fell behind: dropped");
+            if let Some(socket) = &self.socket {
+                socket.close();
+            }
+        }
     }
 }
 
@@ -161,6 +207,8 @@ impl Hub {
         Self {
             config,
             frames: broadcast::Sender::new(FRAMES_BUFFERED),
+            sent: AtomicU64::new(0),
+            seats: std::sync::Mutex::new(Vec::new()),
             subscribers: AtomicUsize::new(0),
             dropped: AtomicU64::new(0),
             closing: watch::Sender::new(false),
@@ -172,20 +220,57 @@ impl Hub {
         self.config
     }
 
-    /// A seat and the frames from now on, or `None` when `max_subscribers` are open.
+    /// A seat and the frames from now on, or `None` when `max_subscribers` are open. `socket` is
+    /// the stream's connection, closed if the stream stops reading.
     pub fn subscribe(
         self: &Arc<Self>,
+        socket: Option<ConnectionSocket>,
     ) -> Option<(Seat, broadcast::Receiver<Arc<Frame>>, watch::Receiver<bool>)> {
         self.subscribers
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.config.max_subscribers).then_some(n + 1)
             })
             .ok()?;
+        let mut seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        // Under the seats' lock, so that `sent` and the receiver's first frame agree (the hub
+        // takes the same lock to send). Subscribe before the caller reads its backlog from the
+        // gate: no event falls between.
+        let frames = self.frames.subscribe();
+        let state = Arc::new(SeatState {
+            start: self.sent.load(Ordering::Acquire),
+            taken: AtomicU64::new(0),
+            dropped: std::sync::atomic::AtomicBool::new(false),
+            socket,
+        });
+        seats.push(Arc::clone(&state));
+        drop(seats);
         let seat = Seat {
             hub: Arc::clone(self),
+            state,
         };
-        // Subscribe before the caller reads its backlog from the gate: no event falls between.
-        Some((seat, self.frames.subscribe(), self.closing.subscribe()))
+        Some((seat, frames, self.closing.subscribe()))
+    }
+
+    /// Sends a frame to every stream.
+    fn send(&self, frame: Frame) {
+        let _seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        // An error only means every receiver left since the count was read.
+        if self.frames.send(Arc::new(frame)).is_ok() {
+            self.sent.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Drops the streams that fell [`FRAMES_BUFFERED`] frames behind: their readers stopped
+    /// reading (their socket is full, so their stream is not even polled to notice).
+    fn drop_stalled(&self) {
+        let sent = self.sent.load(Ordering::Acquire);
+        let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        for seat in seats.iter() {
+            let behind = (sent - seat.start).saturating_sub(seat.taken.load(Ordering::Relaxed));
+            if behind >= FRAMES_BUFFERED as u64 {
+                seat.drop_once(self);
+            }
+        }
     }
 
     /// Counts for `/state`.
@@ -218,14 +303,14 @@ impl Hub {
                 last = gate.last_event_order();
                 continue;
             }
+            self.drop_stalled();
             let after = gate.events_after(last);
             if let Some(frame) = Frame::events(&after) {
                 last = after.events.last().map_or(last, |e| e.order);
-                // An error only means every receiver left since the count was read.
-                let _ = self.frames.send(Arc::new(frame));
+                self.send(frame);
             }
             let json = serde_json::to_string(&snapshot(last)).expect("snapshot serialises");
-            let _ = self.frames.send(Arc::new(Frame::Snapshot { last, json }));
+            self.send(Frame::Snapshot { last, json });
         }
     }
 }

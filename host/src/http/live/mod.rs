@@ -7,7 +7,7 @@ pub mod hub;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, Sse};
@@ -18,10 +18,15 @@ use turnstile_gate::{Gate, MAX_EVENTS};
 use super::api::{InvalidCode, InvalidRequestBody, TooManySubscribersBody};
 use super::retrieve::PluginBody;
 use super::{ApiError, AppState};
+use crate::serve::ConnectionSocket;
 use hub::{Frame, LiveSnapshot, MAX_LIVE_LEASES, Seat, events_json, now_ms};
 
 /// The page, with its script and style inline (no external asset, no CDN).
 const DASHBOARD_HTML: &str = include_str!("dashboard.html");
+
+/// The kernel send buffer of an `/events` connection: with [`hub::FRAMES_BUFFERED`] frames, what
+/// a subscriber that stops reading can hold before it is dropped.
+pub const STREAM_SEND_BUFFER: usize = 64 * 1024;
 
 /// How long a browser waits before reconnecting a dropped stream, in milliseconds.
 const RECONNECT_MS: u64 = 1_000;
@@ -94,6 +99,7 @@ pub fn snapshot(state: &AppState, last_event: u64) -> LiveSnapshot {
 )]
 pub async fn events(
     State(state): State<AppState>,
+    socket: Option<Extension<ConnectionSocket>>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let resume = match headers.get("last-event-id") {
@@ -111,7 +117,11 @@ pub async fn events(
                 })?,
         ),
     };
-    let Some((seat, frames, closing)) = state.live.subscribe() else {
+    let socket = socket.map(|Extension(socket)| socket);
+    if let Some(socket) = &socket {
+        socket.limit_send_buffer(STREAM_SEND_BUFFER);
+    }
+    let Some((seat, frames, closing)) = state.live.subscribe(socket) else {
         return Err(ApiError::TooManySubscribers {
             max: state.live.config().max_subscribers,
         });
@@ -204,13 +214,12 @@ impl Subscriber {
                 _ = self.closing.wait_for(|closed| *closed) => return None,
             };
             let frame = match frame {
-                Ok(frame) => frame,
-                Err(RecvError::Lagged(behind)) => {
+                Ok(frame) => {
+                    self.seat.took_frame();
+                    frame
+                }
+                Err(RecvError::Lagged(_)) => {
                     self.seat.fell_behind();
-                    tracing::warn!(
-                        frames_behind = behind,
-                        "an /events subscriber fell behind: dropped"
-                    );
                     return None;
                 }
                 Err(RecvError::Closed) => return None,

@@ -1,0 +1,381 @@
+//! The live view: `/events` streamed over a real socket (event order, `Last-Event-ID` resume, the
+//! subscriber cap, a reader that stops reading), and `/dashboard` in a real browser (headless
+//! Chromium driven by Playwright, `tests/dashboard/check.py`), its numbers against `/state`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use turnstile_fixtures as components;
+
+use crate::support::{TestServer, eventually};
+
+/// One Server-Sent Events message.
+#[derive(Debug)]
+struct Message {
+    event: String,
+    id: u64,
+    data: Value,
+}
+
+/// An `/events` stream read message by message.
+struct Stream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Stream {
+    async fn open(server: &TestServer, last_event_id: Option<u64>) -> Self {
+        let mut request = server.client.get(server.url("/events"));
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/event-stream",
+            "{response:?}"
+        );
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next message (failing the test past the deadline).
+    async fn next(&mut self) -> Message {
+        tokio::time::timeout(crate::support::STATE_DEADLINE, async {
+            loop {
+                if let Some(end) = self.buffer.find("\n\n") {
+                    let block: String = self.buffer.drain(..end + 2).collect();
+                    let (mut event, mut id, mut data) = (String::new(), None, String::new());
+                    for line in block.lines() {
+                        match line.split_once(':') {
+                            Some(("event", v)) => event = v.trim().to_owned(),
+                            Some(("id", v)) => id = Some(v.trim().parse().unwrap()),
+                            Some(("data", v)) => data.push_str(v.strip_prefix(' ').unwrap_or(v)),
+                            _ => {}
+                        }
+                    }
+                    if event.is_empty() {
+                        continue; // a comment or a bare `retry:`
+                    }
+                    return Message {
+                        event,
+                        id: id.expect("every message has an id"),
+                        data: serde_json::from_str(&data).unwrap(),
+                    };
+                }
+                let chunk = self
+                    .response
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream ended");
+                self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+            }
+        })
+        .await
+        .expect("no message within the deadline")
+    }
+
+    /// Gate events from the stream until `n` have arrived (snapshots skipped); also returns the
+    /// `missed` counts seen.
+    async fn events(&mut self, n: usize) -> (Vec<Value>, u64) {
+        let (mut events, mut missed) = (Vec::new(), 0);
+        while events.len() < n {
+            let message = self.next().await;
+            if message.event == "events" {
+                missed += message.data["missed"].as_u64().unwrap();
+                let batch = message.data["events"].as_array().unwrap();
+                assert_eq!(
+                    message.id,
+                    batch.last().unwrap()["order"].as_u64().unwrap(),
+                    "an events message's id is its newest event's order"
+                );
+                events.extend(batch.iter().cloned());
+            }
+        }
+        (events, missed)
+    }
+}
+
+fn post(server: &TestServer) -> tokio::task::JoinHandle<u16> {
+    let request = server
+        .client
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "json dumps"}));
+    tokio::spawn(async move { request.send().await.unwrap().status().as_u16() })
+}
+
+fn statuses(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect()
+}
+
+fn orders(events: &[Value]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|e| e["order"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_arrive_in_order_and_resume_after_the_last_event_id() {
+    let server = TestServer::start(&[
+        "--plugin",
+        components::DELAY,
+        "--plugin-config",
+        "delay_ms=1500",
+        "--max-active",
+        "1",
+        "--max-waiting",
+        "1",
+        "--wait-ms",
+        "300",
+        "--events-interval-ms",
+        "20",
+    ])
+    .await;
+    let mut stream = Stream::open(&server, None).await;
+    let first = stream.next().await;
+    assert_eq!(
+        first.event, "snapshot",
+        "a new stream starts with the state"
+    );
+    assert_eq!((first.id, &first.data["active"]), (0, &json!(0)));
+    assert_eq!(first.data["plugin"]["generation"], 1);
+
+    // A runs, B waits, C is refused (429), B's deadline passes (503), A ends.
+    let a = post(&server);
+    server.state_when("A running", |s| s["active"] == 1).await;
+    let b = post(&server);
+    server.state_when("B waiting", |s| s["waiting"] == 1).await;
+    assert_eq!(post(&server).await.unwrap(), 429);
+    assert_eq!(b.await.unwrap(), 503);
+    assert_eq!(a.await.unwrap(), 200);
+    let (events, missed) = stream.events(5).await;
+    assert_eq!(missed, 0);
+    assert_eq!(orders(&events), [1, 2, 3, 4, 5]);
+    assert_eq!(
+        statuses(&events),
+        [
+            "admitted",
+            "queued",
+            "queue_full",
+            "wait_timeout",
+            "released"
+        ]
+    );
+    assert!(
+        events[4]["took_us"].as_u64().unwrap() >= 1_500_000,
+        "{events:?}"
+    );
+    // Snapshots follow, with the gate's totals.
+    let snapshot = loop {
+        let m = stream.next().await;
+        if m.event == "snapshot" && m.data["totals"]["released"] == 1 {
+            break m;
+        }
+    };
+    assert_eq!(snapshot.id, 5);
+    let totals = &snapshot.data["totals"];
+    assert_eq!(
+        (
+            &totals["admitted"],
+            &totals["queue_full"],
+            &totals["wait_timeout"]
+        ),
+        (&json!(1), &json!(1), &json!(1))
+    );
+
+    // Reconnect after event 3 while two more requests ran: exactly 4.., nothing missed.
+    drop(stream);
+    assert_eq!(post(&server).await.unwrap(), 200);
+    let mut resumed = Stream::open(&server, Some(3)).await;
+    let (events, missed) = resumed.events(4).await;
+    assert_eq!((orders(&events), missed), (vec![4, 5, 6, 7], 0));
+    assert_eq!(
+        statuses(&events),
+        ["wait_timeout", "released", "admitted", "released"]
+    );
+
+    // A fresh stream gets the last events at once; a bad id is refused.
+    let mut fresh = Stream::open(&server, None).await;
+    assert_eq!(orders(&fresh.events(7).await.0), [1, 2, 3, 4, 5, 6, 7]);
+    let bad = server
+        .client
+        .get(server.url("/events"))
+        .header("last-event-id", "seven")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: Value = bad.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_last_event_id");
+    // Open streams do not hold the shutdown.
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscriber_cap_refuses_with_503_and_frees_on_disconnect() {
+    let server = TestServer::start(&["--max-subscribers", "1"]).await;
+    let mut one = Stream::open(&server, None).await;
+    assert_eq!(one.next().await.event, "snapshot");
+    let refused = server.get("/events").await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["status"], "too_many_subscribers");
+    let state = server.get_json("/state").await;
+    assert_eq!(state["live"]["subscribers"], 1);
+    assert_eq!(state["live"]["max_subscribers"], 1);
+    drop(one);
+    server
+        .state_when("the stream's seat freed", |s| s["live"]["subscribers"] == 0)
+        .await;
+    let mut again = Stream::open(&server, None).await;
+    assert_eq!(again.next().await.event, "snapshot");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
+    let server = TestServer::start(&["--events-interval-ms", "10"]).await;
+    // A reader that never reads, with the smallest receive buffer the kernel allows.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(1024).unwrap();
+    let mut stuck = socket.connect(server.addr).await.unwrap();
+    stuck
+        .write_all(b"GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reader = Stream::open(&server, None).await;
+    server
+        .state_when("both streams open", |s| s["live"]["subscribers"] == 2)
+        .await;
+    // Requests flow while the stuck reader's buffers fill.
+    let mut served = 0;
+    let dropped = eventually("the stuck reader dropped", || {
+        let server = &server;
+        served += 1;
+        async move {
+            let (status, _) = server.retrieve(json!({"question": "json dumps"})).await;
+            assert_eq!(status, 200);
+            let state = server.get_json("/state").await;
+            if state["live"]["dropped"] == 1 {
+                Ok(state)
+            } else {
+                Err(state["live"].to_string())
+            }
+        }
+    })
+    .await;
+    assert_eq!(dropped["live"]["subscribers"], 1, "{dropped}");
+    assert!(served > 0);
+    // The reader that reads is still served, with every event in order.
+    let (events, missed) = reader.events(2).await;
+    assert_eq!(missed, 0);
+    assert_eq!(orders(&events)[..2], [1, 2]);
+    drop(stuck);
+    server.stop().await;
+}
+
+/// The page in headless Chromium (Playwright for Python, installed by `tests/setup.sh`): after a
+/// run with completions, a 429 and a 503, the counts it shows equal `/state`'s; it saves a
+/// screenshot to `target/dashboard.png`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_what_state_says_in_a_real_browser() {
+    let server = TestServer::start(&[
+        "--plugin",
+        components::DELAY,
+        "--plugin-config",
+        "delay_ms=800",
+        "--max-active",
+        "1",
+        "--max-waiting",
+        "1",
+        "--wait-ms",
+        "200",
+        "--events-interval-ms",
+        "50",
+    ])
+    .await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/dashboard/check.py");
+    let python = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../target/test-venv/bin/python"
+    );
+    let screenshot = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/dashboard.png");
+    let mut browser = Browser(Some(
+        std::process::Command::new(python)
+            .arg(script)
+            .arg(server.url("/dashboard"))
+            .arg(screenshot)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the test venv: run tests/setup.sh"),
+    ));
+    // The page is open and its stream connected when it holds a seat.
+    server
+        .state_when("the page's stream open", |s| s["live"]["subscribers"] == 1)
+        .await;
+    let a = post(&server);
+    server.state_when("A running", |s| s["active"] == 1).await;
+    let b = post(&server);
+    server.state_when("B waiting", |s| s["waiting"] == 1).await;
+    assert_eq!(post(&server).await.unwrap(), 429);
+    assert_eq!(b.await.unwrap(), 503);
+    assert_eq!(a.await.unwrap(), 200);
+    for _ in 0..3 {
+        assert_eq!(post(&server).await.unwrap(), 200);
+    }
+    let state = server.get_json("/state").await;
+    let expected = json!({
+        "admitted": state["totals"]["admitted"],
+        "released": state["totals"]["released"],
+        "queue_full": state["totals"]["queue_full"],
+        "wait_timeout": state["totals"]["wait_timeout"],
+        "active": state["active"],
+        "waiting": state["waiting"],
+        "generation": state["plugin"]["generation"],
+        "last_event": state["events"].as_array().unwrap().last().unwrap()["order"],
+    });
+    assert_eq!(expected["admitted"], 4);
+    assert_eq!(
+        (&expected["queue_full"], &expected["wait_timeout"]),
+        (&json!(1), &json!(1))
+    );
+    let mut child = browser.0.take().unwrap();
+    let finished = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "{expected}").unwrap();
+        child.wait_with_output()
+    });
+    let out = tokio::time::timeout(Duration::from_secs(60), finished)
+        .await
+        .expect("the browser check finished within 60 s")
+        .unwrap()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("page matches /state"), "{report}");
+    assert!(std::fs::metadata(screenshot).unwrap().len() > 10_000);
+    server.stop().await;
+}
+
+/// The browser check's process, killed if the test fails first.
+struct Browser(Option<std::process::Child>);
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
