@@ -153,7 +153,11 @@ impl ApiError {
             }
             Self::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
+                // Basic too, so that a browser opening /dashboard asks for the token.
+                [(
+                    header::WWW_AUTHENTICATE,
+                    r#"Bearer realm="turnstile", Basic realm="turnstile", charset="UTF-8""#,
+                )],
                 Json(UnauthorizedBody::new()),
             )
                 .into_response(),

@@ -121,19 +121,33 @@ pub struct AdminPolicy {
 }
 
 impl AdminPolicy {
-    /// Whether a request from `peer` with this `Authorization` header value may pass.
+    /// Whether a request from `peer` with this `Authorization` header value may pass: `Bearer
+    /// TOKEN`, or — for a browser, which cannot add a bearer header to a page or an
+    /// `EventSource` — HTTP Basic with the token as the password (any user name).
     pub fn allows(&self, peer: std::net::IpAddr, authorization: Option<&str>) -> bool {
         match &self.token {
-            Some(token) => authorization
-                .and_then(|h| h.strip_prefix("Bearer "))
-                .is_some_and(|given| {
-                    use subtle::ConstantTimeEq;
-                    // Constant time over the token's bytes: the comparison leaks nothing of it.
-                    bool::from(given.as_bytes().ct_eq(token.as_bytes()))
-                }),
+            Some(token) => authorization.and_then(given_token).is_some_and(|given| {
+                use subtle::ConstantTimeEq;
+                // Constant time over the token's bytes: the comparison leaks nothing of it.
+                bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+            }),
             None => peer.is_loopback(),
         }
     }
+}
+
+/// The token an `Authorization` value carries: a bearer token, or a Basic password.
+fn given_token(authorization: &str) -> Option<String> {
+    if let Some(token) = authorization.strip_prefix("Bearer ") {
+        return Some(token.to_owned());
+    }
+    use base64::Engine;
+    let encoded = authorization.strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    decoded.split_once(':').map(|(_, password)| password.to_owned())
 }
 
 #[cfg(test)]
@@ -160,5 +174,11 @@ mod tests {
         assert!(!guarded.allows(local, Some("Bearer s3cre")));
         assert!(!guarded.allows(local, Some("Bearer s3cret2")));
         assert!(!guarded.allows(local, Some("s3cret")));
+        // A browser's Basic credentials: any user, the token as password.
+        assert!(guarded.allows(remote, Some("Basic b3BzOnMzY3JldA==")), "ops:s3cret");
+        assert!(guarded.allows(remote, Some("Basic OnMzY3JldA==")), ":s3cret");
+        assert!(!guarded.allows(remote, Some("Basic b3BzOnMzY3JldDI=")), "ops:s3cret2");
+        assert!(!guarded.allows(remote, Some("Basic s3cret")));
+        assert!(!guarded.allows(remote, Some("Basic czNjcmV0")), "no colon");
     }
 }
