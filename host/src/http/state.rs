@@ -147,7 +147,9 @@ fn given_token(authorization: &str) -> Option<String> {
         .decode(encoded.trim())
         .ok()?;
     let decoded = String::from_utf8(decoded).ok()?;
-    decoded.split_once(':').map(|(_, password)| password.to_owned())
+    decoded
+        .split_once(':')
+        .map(|(_, password)| password.to_owned())
 }
 
 #[cfg(test)]
@@ -175,9 +177,18 @@ mod tests {
         assert!(!guarded.allows(local, Some("Bearer s3cret2")));
         assert!(!guarded.allows(local, Some("s3cret")));
         // A browser's Basic credentials: any user, the token as password.
-        assert!(guarded.allows(remote, Some("Basic b3BzOnMzY3JldA==")), "ops:s3cret");
-        assert!(guarded.allows(remote, Some("Basic OnMzY3JldA==")), ":s3cret");
-        assert!(!guarded.allows(remote, Some("Basic b3BzOnMzY3JldDI=")), "ops:s3cret2");
+        assert!(
+            guarded.allows(remote, Some("Basic b3BzOnMzY3JldA==")),
+            "ops:s3cret"
+        );
+        assert!(
+            guarded.allows(remote, Some("Basic OnMzY3JldA==")),
+            ":s3cret"
+        );
+        assert!(
+            !guarded.allows(remote, Some("Basic b3BzOnMzY3JldDI=")),
+            "ops:s3cret2"
+        );
         assert!(!guarded.allows(remote, Some("Basic s3cret")));
         assert!(!guarded.allows(remote, Some("Basic czNjcmV0")), "no colon");
     }
