@@ -4,6 +4,7 @@
 
 use super::live::hub::LiveBody;
 use std::collections::BTreeMap;
+use turnstile_global::{FailureMode, GlobalStatus, GlobalTotals};
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -214,6 +215,18 @@ pub enum RefusalStatus {
     QueueFull,
     /// 503: no slot within the wait deadline.
     WaitTimeout,
+    /// 503: the global limit's Redis cannot be reached and `--global-failure closed`.
+    GlobalUnavailable,
+}
+
+/// Which gate refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusingGate {
+    /// This process's gate (`--max-active`, `--max-waiting`).
+    Local,
+    /// The global limit shared by every replica (`--global-max-active`, on Redis).
+    Global,
 }
 
 /// 429 or 503: the gate refused; the request never ran. `Retry-After` says when to try again.
@@ -221,6 +234,8 @@ pub enum RefusalStatus {
 pub struct RefusalBody {
     /// Which refusal.
     pub status: RefusalStatus,
+    /// Which gate refused.
+    pub gate: RefusingGate,
     /// For a person.
     pub detail: String,
     /// The same as `Retry-After`: the time for the queue ahead to drain at the recent rate.
@@ -445,6 +460,9 @@ pub struct StateBody {
     pub connections: ConnectionsBody,
     /// The live view's streams (`/events`).
     pub live: LiveBody,
+    /// The global limit shared with other replicas (when `--redis-url` is set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global: Option<GlobalStatus>,
 }
 
 /// The HTTP API.
@@ -468,7 +486,7 @@ pub struct StateBody {
     ),
     components(schemas(
         RetrieveRequestBody, RetrieveResponse, SourceBody, PluginBody, Timing, InvalidRequestBody,
-        InvalidCode, RefusalBody, RefusalStatus, InternalBody, HealthBody, ReadyBody, StateBody,
+        InvalidCode, RefusalBody, RefusalStatus, RefusingGate, GlobalStatus, GlobalTotals, FailureMode, InternalBody, HealthBody, ReadyBody, StateBody,
         StuckCall, CorpusBody, ConnectionsBody, SwapRequestBody, SwappedBody, GenerationBody,
         SwapFailedBody, SwapRefusal, UnauthorizedBody, ForbiddenBody, ForbiddenCode, Snapshot, LeaseSnapshot,
         Event, EventStatus, Totals, Allocator, IndexOrigin, LiveBody, TooManySubscribersBody,

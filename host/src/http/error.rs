@@ -8,9 +8,10 @@ use axum::response::{IntoResponse, Response};
 
 use super::api::{
     ForbiddenBody, ForbiddenCode, InternalBody, InvalidCode, InvalidRequestBody, RefusalBody,
-    RefusalStatus, SwapFailedBody, TooManySubscribersBody, UnauthorizedBody,
+    RefusalStatus, RefusingGate, SwapFailedBody, TooManySubscribersBody, UnauthorizedBody,
 };
 use crate::gate::Refusal;
+use turnstile_global::GlobalRefusal;
 
 /// What the API can answer besides success. Causes of internal errors stay in the server log.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +38,10 @@ pub enum ApiError {
     /// with `Retry-After`.
     #[error("{0}")]
     Refused(Refusal),
+    /// The global gate refused; the request never ran: 429 `queue_full`, 503 `wait_timeout` or
+    /// 503 `global_unavailable`, with `Retry-After`.
+    #[error("{0}")]
+    GlobalRefused(GlobalRefusal),
     /// Admin access refused: 401.
     #[error("unauthorized")]
     Unauthorized,
@@ -140,16 +145,33 @@ impl ApiError {
                     ),
                 };
                 let retry_after = refusal.retry_after().as_secs().max(1);
-                (
+                refused(
                     status,
-                    [(header::RETRY_AFTER, retry_after.to_string())],
-                    Json(RefusalBody {
-                        status: body_status,
-                        detail: detail.to_owned(),
-                        retry_after_seconds: retry_after,
-                    }),
+                    body_status,
+                    RefusingGate::Local,
+                    detail,
+                    retry_after,
                 )
-                    .into_response()
+            }
+            Self::GlobalRefused(refusal) => {
+                let (status, body_status, detail) = match refusal {
+                    GlobalRefusal::QueueFull => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        RefusalStatus::QueueFull,
+                        "the global limit shared by every replica is reached and its queue is full",
+                    ),
+                    GlobalRefusal::WaitTimeout => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        RefusalStatus::WaitTimeout,
+                        "no global lease became free within the wait deadline",
+                    ),
+                    GlobalRefusal::Unavailable => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        RefusalStatus::GlobalUnavailable,
+                        "the global limit cannot be reached (Redis) and this server refuses without it",
+                    ),
+                };
+                refused(status, body_status, RefusingGate::Global, detail, 1)
             }
             Self::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
@@ -182,4 +204,25 @@ impl ApiError {
                 .into_response(),
         }
     }
+}
+
+/// A refusal: the request never ran.
+fn refused(
+    status: StatusCode,
+    body_status: RefusalStatus,
+    gate: RefusingGate,
+    detail: &str,
+    retry_after: u64,
+) -> Response {
+    (
+        status,
+        [(header::RETRY_AFTER, retry_after.to_string())],
+        Json(RefusalBody {
+            status: body_status,
+            gate,
+            detail: detail.to_owned(),
+            retry_after_seconds: retry_after,
+        }),
+    )
+        .into_response()
 }

@@ -115,7 +115,12 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<ReadyBod
     )
 )]
 pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
+    let global = match &state.global {
+        Some(global) => Some(global.status().await),
+        None => None,
+    };
     Json(StateBody {
+        global,
         gate: state.gate.snapshot(),
         plugin: PluginBody::of(&state.plugins.current()),
         corpus_sessions_open: state.plugin().corpus().live_sessions(),

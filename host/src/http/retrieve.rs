@@ -1,6 +1,7 @@
 //! `POST /retrieve`: validate, run the plugin on a blocking worker thread, answer.
 
 use std::sync::Arc;
+use turnstile_global::Admission;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -266,8 +267,22 @@ pub async fn retrieve(
     let request_id = id.number;
     // Admission. Cancel-safe: if the client goes away while this waits, the waiter leaves the
     // queue (or gives back a slot promoted to it in the meantime) and never runs.
+    let arrived = tokio::time::Instant::now();
     let lease = state.gate.acquire().await.map_err(ApiError::Refused)?;
-    let queue_ms = lease.waited().as_secs_f64() * 1e3;
+    // Then the global lease (when replicas share a limit), under the same deadline. Holding the
+    // local lease while waiting keeps this process's promise: at most `max_active` admitted.
+    let global = match &state.global {
+        None => None,
+        Some(global) => {
+            let deadline = arrived + state.gate.config().wait_deadline;
+            match global.acquire(deadline).await {
+                Ok(Admission::Granted(lease)) => Some(lease),
+                Ok(Admission::FailedOpen) => None,
+                Err(refusal) => return Err(ApiError::GlobalRefused(refusal)),
+            }
+        }
+    };
+    let queue_ms = arrived.elapsed().as_secs_f64() * 1e3;
     // If this handler is dropped from here on (client disconnect, read timeout), the lease is
     // marked as belonging to a gone client — but it stays held by the worker below.
     let client = lease.client_watch();
@@ -282,10 +297,12 @@ pub async fn retrieve(
         // The lease lives in the worker: it is released when this closure ends — the plugin
         // call has returned, failed, trapped or panicked — and not a moment earlier.
         let lease = lease;
+        let global = global;
         let started = std::time::Instant::now();
         let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
         let execution_ms = started.elapsed().as_secs_f64() * 1e3;
         let (waited, held) = (lease.waited(), lease.held());
+        drop(global);
         drop(lease);
         metrics.admitted(waited, held);
         metrics.call(call_outcome(&result), stats.instantiate);

@@ -11,6 +11,7 @@ use crate::metrics::Metrics;
 use crate::plugin::{Allocator, Plugin, PluginSlot};
 use crate::serve::EdgeLimits;
 use crate::swap::HotSwap;
+use turnstile_global::GlobalGate;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -40,6 +41,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The live view (`/events`, `/dashboard`).
     pub live: Arc<Hub>,
+    /// The global limit shared with other replicas, if any (`--redis-url`).
+    pub global: Option<GlobalGate>,
     /// Keeps a temporary cache directory (the index) alive as long as the server.
     _cache: Arc<Cache>,
 }
@@ -96,6 +99,7 @@ impl AppState {
             request_ids: Arc::new(AtomicU64::new(1)),
             metrics,
             live: Arc::new(Hub::new(policies.live)),
+            global: None,
             _cache: cache,
         }
     }

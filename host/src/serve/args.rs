@@ -14,6 +14,7 @@ use crate::http::live::hub::LiveConfig;
 use crate::plugin::{
     PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
 };
+use turnstile_global::{FailureMode, GlobalConfig};
 
 /// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
 /// without `--`) and an environment variable (`TURNSTILE_` and the name in capitals, `-` as
@@ -139,11 +140,63 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub events_interval_ms: u64,
 
+    /// Redis for a global limit shared by every replica with the same `--global-key`
+    /// (`redis://host:port[/db]`). Off unless set; needs `--global-max-active`.
+    #[arg(long = "redis-url", value_name = "URL")]
+    pub redis_url: Option<String>,
+
+    /// Plugin calls running at once across every replica (1..=100000); needs `--redis-url`.
+    #[arg(long = "global-max-active",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub global_max_active: Option<u32>,
+
+    /// Requests waiting for a global lease across every replica (0..=1000000).
+    #[arg(long = "global-max-waiting", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub global_max_waiting: u32,
+
+    /// The name replicas of one deployment share (letters, digits, `-`, `_`, `.`; at most 64).
+    #[arg(long = "global-key", default_value = "turnstile", value_parser = parse_global_key)]
+    pub global_key: String,
+
+    /// A global lease not renewed for this long, in milliseconds (300..=600000), is given back: a
+    /// dead replica's permits return within it plus one heartbeat (a third of it).
+    #[arg(long = "global-lease-ttl-ms", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    pub global_lease_ttl_ms: u64,
+
+    /// When Redis cannot be reached: `open` admits on the local gate alone (counted), `closed`
+    /// answers 503 `global_unavailable`.
+    #[arg(long = "global-failure", value_enum, default_value_t = GlobalFailure::Open)]
+    pub global_failure: GlobalFailure,
+
     /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
     /// milliseconds (1..=3600000); past it the process exits with status 1.
     #[arg(long = "drain-ms", default_value_t = 30_000,
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub drain_ms: u64,
+}
+
+/// What the global limit does when Redis fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GlobalFailure {
+    /// Admit on the local gate alone, and count it.
+    Open,
+    /// Refuse with 503 `global_unavailable`.
+    Closed,
+}
+
+fn parse_global_key(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err("letters, digits, '-', '_' or '.', 1 to 64 of them".to_owned())
+    }
 }
 
 /// The log's format.
@@ -169,6 +222,11 @@ pub enum ServeConfigError {
     /// Invalid `--plugin-config` entries.
     #[error("--plugin-config: {0}")]
     PluginConfig(#[from] PluginConfigError),
+    /// `--redis-url` and `--global-max-active` go together.
+    #[error(
+        "--redis-url and --global-max-active go together: set both for a global limit, or neither"
+    )]
+    GlobalIncomplete,
 }
 
 impl ServeArgs {
@@ -208,7 +266,27 @@ impl ServeArgs {
     pub fn validate(&self) -> Result<(), ServeConfigError> {
         self.gate_config()?;
         self.plugin_config()?;
+        self.global_config()?;
         Ok(())
+    }
+
+    /// The global limit's settings, if one is set.
+    pub fn global_config(&self) -> Result<Option<GlobalConfig>, ServeConfigError> {
+        match (&self.redis_url, self.global_max_active) {
+            (None, None) => Ok(None),
+            (Some(url), Some(max_active)) => Ok(Some(GlobalConfig {
+                url: url.clone(),
+                max_active,
+                max_waiting: self.global_max_waiting,
+                key: self.global_key.clone(),
+                lease_ttl: Duration::from_millis(self.global_lease_ttl_ms),
+                failure: match self.global_failure {
+                    GlobalFailure::Open => FailureMode::Open,
+                    GlobalFailure::Closed => FailureMode::Closed,
+                },
+            })),
+            _ => Err(ServeConfigError::GlobalIncomplete),
+        }
     }
 
     /// The edge's bounds on connections and bodies.

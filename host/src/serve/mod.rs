@@ -97,7 +97,14 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     );
     let swap = Arc::new(swap);
     let gate = Gate::new(gate_config);
-    Ok(AppState::new(
+    let global = match args.global_config()? {
+        Some(config) => {
+            tracing::info!(key = %config.key, max_active = config.max_active, max_waiting = config.max_waiting, lease_ttl = ?config.lease_ttl, failure = ?config.failure, "global limit on Redis");
+            Some(turnstile_global::GlobalGate::new(config)?)
+        }
+        None => None,
+    };
+    let mut state = AppState::new(
         swap,
         index,
         allocator,
@@ -111,7 +118,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         },
         Arc::new(cache),
         metrics,
-    ))
+    );
+    state.global = global;
+    Ok(state)
 }
 
 /// The listener: the inherited socket `--fd`, or a fresh bind of `--listen`.
@@ -174,6 +183,10 @@ pub async fn run(
             }
         })
     };
+    if let Some(global) = &state.global {
+        global.start()?;
+    }
+    let global = state.global.clone();
     let live = Arc::clone(&state.live);
     let live_task = {
         let state = state.clone();
@@ -231,6 +244,9 @@ pub async fn run(
             .into());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if let Some(global) = global {
+        global.stop();
     }
     tracing::info!("shutdown complete");
     Ok(())

@@ -1,0 +1,45 @@
+-- Take a global lease for ARGV[1], or join the FIFO queue, or refuse. Atomic; times from Redis.
+-- KEYS: holders (zset id -> lease expiry ms), queue (zset id -> ticket), queue_exp (zset id ->
+-- waiter expiry ms), seq (ticket counter). ARGV: id, max_active, max_waiting, ttl_ms.
+-- Returns {1, 0} granted, {0, rank} waiting at `rank` (0 = next), {-1, waiting} queue full.
+local holders, queue, queue_exp, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id = ARGV[1]
+local max_active, max_waiting, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- Leases and waiters whose replica stopped renewing them (it died) are gone.
+redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+local stale = redis.call('ZRANGEBYSCORE', queue_exp, '-inf', now, 'LIMIT', 0, 1000)
+if #stale > 0 then
+  redis.call('ZREM', queue, unpack(stale))
+  redis.call('ZREM', queue_exp, unpack(stale))
+end
+
+if redis.call('ZSCORE', holders, id) then
+  redis.call('ZADD', holders, now + ttl, id)
+  return {1, 0}
+end
+local active = redis.call('ZCARD', holders)
+local rank = redis.call('ZRANK', queue, id)
+if not rank then
+  local waiting = redis.call('ZCARD', queue)
+  if active < max_active and waiting == 0 then
+    redis.call('ZADD', holders, now + ttl, id)
+    return {1, 0}
+  end
+  if waiting >= max_waiting then
+    return {-1, waiting}
+  end
+  redis.call('ZADD', queue, redis.call('INCR', seq), id)
+  rank = waiting
+end
+-- Strict FIFO: the waiter at `rank` is served once `rank` waiters ahead of it can all be too.
+if rank < max_active - active then
+  redis.call('ZREM', queue, id)
+  redis.call('ZREM', queue_exp, id)
+  redis.call('ZADD', holders, now + ttl, id)
+  return {1, 0}
+end
+redis.call('ZADD', queue_exp, now + ttl, id)
+return {0, rank}
