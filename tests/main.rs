@@ -14,6 +14,7 @@ mod drive;
 mod edge;
 mod fixtures;
 mod gate;
+mod global;
 mod hostile;
 mod http;
 mod live;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the tests need beyond Rust, installed when missing (idempotent, quick when present):
-# - Debian packages: `prometheus` (for `promtool`, which checks a scrape of /metrics), curl, and
-#   chromium (the live page's browser test);
+# - Debian packages: `prometheus` (for `promtool`, which checks a scrape of /metrics), curl,
+#   chromium (the live page's browser test) and redis-server (the global limit's tests start
+#   their own, on free loopback ports);
 # - a Python venv, target/test-venv, with the tools pinned in tests/requirements.txt:
 #   Schemathesis (tests/schemathesis/run.sh) and Playwright (tests/dashboard/check.py).
 # The packages need root (a fresh machine, CI); otherwise this says what to run.
@@ -12,6 +13,7 @@ missing=()
 command -v promtool >/dev/null || missing+=(prometheus)
 command -v curl >/dev/null || missing+=(curl)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v redis-server >/dev/null || missing+=(redis-server)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "tests/setup.sh: missing Debian packages: ${missing[*]}; run: sudo apt-get install -y ${missing[*]}" >&2

@@ -1,0 +1,463 @@
+//! The global limit across replicas, on a real `redis-server` (started here on a free loopback
+//! port, stopped on drop): the limit holds across three replicas, FIFO across replicas, global
+//! 429 and 503, a replica killed with SIGKILL gives its permits back, Redis down or paused (fail
+//! open, fail closed, recovery), and a client that leaves mid-call keeps its global lease.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use turnstile_fixtures as components;
+
+use crate::support::{TestServer, eventually, serve_child};
+
+/// A `redis-server` of its own, on a free loopback port, without persistence.
+struct Redis {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Redis {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut redis = Self { port, child: None };
+        redis.run();
+        redis
+    }
+
+    /// Starts (or restarts) the server on its port and waits until it answers.
+    fn run(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server: run tests/setup.sh (Debian package redis-server)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.command("PING") != "+PONG" {
+            assert!(Instant::now() < deadline, "redis-server never answered");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// One inline command; its first reply line ("" when Redis is not there).
+    fn command(&self, command: &str) -> String {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return String::new();
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        if stream
+            .write_all(format!("{command}\r\n").as_bytes())
+            .is_err()
+        {
+            return String::new();
+        }
+        let mut reply = [0u8; 256];
+        let n = stream.read(&mut reply).unwrap_or(0);
+        String::from_utf8_lossy(&reply[..n])
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn replica_flags<'a>(redis: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut flags = vec![
+        "--plugin",
+        components::DELAY,
+        "--redis-url",
+        redis,
+        "--global-lease-ttl-ms",
+        "1500",
+    ];
+    flags.extend_from_slice(extra);
+    flags
+}
+
+fn post(server: &TestServer) -> tokio::task::JoinHandle<(u16, Value)> {
+    let request = server
+        .client
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "json dumps"}));
+    tokio::spawn(async move {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    })
+}
+
+async fn global(server: &TestServer) -> Value {
+    server.get_json("/state").await["global"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_never_exceed_the_global_limit_and_reach_its_plateau() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let flags = replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=400",
+            "--global-max-active",
+            "4",
+            "--max-active",
+            "4",
+            "--max-waiting",
+            "100",
+            "--wait-ms",
+            "60000",
+        ],
+    );
+    let replicas = [
+        TestServer::start(&flags).await,
+        TestServer::start(&flags).await,
+        TestServer::start(&flags).await,
+    ];
+    let stop_at = Instant::now() + Duration::from_secs(4);
+    // 24 closed-loop clients, 8 per replica.
+    let mut clients = Vec::new();
+    for replica in &replicas {
+        for _ in 0..8 {
+            let (client, url) = (replica.client.clone(), replica.url("/retrieve"));
+            clients.push(tokio::spawn(async move {
+                let mut done = 0u32;
+                while Instant::now() < stop_at {
+                    let r = client
+                        .post(&url)
+                        .json(&json!({"question": "q"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 200);
+                    // The plateau: calls that ended within the window.
+                    if Instant::now() <= stop_at {
+                        done += 1;
+                    }
+                }
+                done
+            }));
+        }
+    }
+    // Sample the global holders (one atomic read in Redis) and each replica's share.
+    let (mut samples, mut peak, mut peak_sum) = (0, 0, 0);
+    while Instant::now() < stop_at {
+        let mut sum = 0;
+        for replica in &replicas {
+            let g = global(replica).await;
+            let holders = g["holders"].as_u64().unwrap();
+            assert!(holders <= 4, "{holders} global leases out: {g}");
+            peak = peak.max(holders);
+            sum += g["this_replica"].as_u64().unwrap();
+        }
+        peak_sum = peak_sum.max(sum);
+        samples += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut completed = 0;
+    for client in clients {
+        completed += client.await.unwrap();
+    }
+    assert!(samples > 20, "{samples} samples");
+    assert_eq!(peak, 4, "the limit is reached under this load");
+    // Each replica's share is read at a slightly different instant: a lease released on one
+    // and granted on another between two reads can count twice, never more.
+    assert!(peak_sum <= 5, "sum of shares {peak_sum}");
+    // Theory: 4 calls of 0.4 s at once for 4 s = 40 (4 more can end inside the window's
+    // edges); never more, and not far below on a busy machine.
+    assert!(
+        (24..=44).contains(&completed),
+        "{completed} completed in 4 s"
+    );
+    for replica in replicas {
+        replica.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifo_across_replicas_and_refusals_by_the_global_gate() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let flags = replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=800",
+            "--global-max-active",
+            "1",
+            "--global-max-waiting",
+            "2",
+        ],
+    );
+    let r1 = TestServer::start(&flags).await;
+    let r2 = TestServer::start(&flags).await;
+    let mut short = flags.clone();
+    short.extend_from_slice(&["--wait-ms", "300"]);
+    let r3 = TestServer::start(&short).await;
+
+    let a = post(&r1);
+    eventually("A holds the global lease", || async {
+        let g = global(&r1).await;
+        (g["this_replica"] == 1).then_some(()).ok_or(g.to_string())
+    })
+    .await;
+    let b = post(&r2);
+    eventually("B waits", || async {
+        let g = global(&r2).await;
+        (g["waiting"] == 1).then_some(()).ok_or(g.to_string())
+    })
+    .await;
+    let c = post(&r1);
+    eventually("C waits behind B", || async {
+        let g = global(&r1).await;
+        (g["waiting"] == 2).then_some(()).ok_or(g.to_string())
+    })
+    .await;
+    // The global queue is full: 429, and the body says which gate refused.
+    let (status, body) = post(&r3).await.unwrap();
+    assert_eq!(
+        (status, &body["status"], &body["gate"]),
+        (429, &json!("queue_full"), &json!("global"))
+    );
+
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut done = Vec::new();
+    for (name, handle) in [("A", a), ("B", b), ("C", c)] {
+        let order = std::sync::Arc::clone(&order);
+        done.push(tokio::spawn(async move {
+            let (status, _) = handle.await.unwrap();
+            order.lock().unwrap().push(name);
+            status
+        }));
+    }
+    // While B and C wait, a request with a 300 ms deadline times out at the global gate.
+    eventually("the queue has room again", || async {
+        let g = global(&r3).await;
+        (g["waiting"].as_u64() < Some(2))
+            .then_some(())
+            .ok_or(g.to_string())
+    })
+    .await;
+    let (status, body) = post(&r3).await.unwrap();
+    assert_eq!((status, &body["gate"]), (503, &json!("global")), "{body}");
+    assert_eq!(body["status"], "wait_timeout");
+    for d in done {
+        assert_eq!(d.await.unwrap(), 200);
+    }
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["A", "B", "C"],
+        "served in ticket order across replicas"
+    );
+    assert_eq!(global(&r3).await["totals"]["wait_timeout"], 1);
+    for r in [r1, r2, r3] {
+        r.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_gives_its_permits_back_within_the_lease_ttl() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let child_flags: Vec<String> = replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=30000",
+            "--global-max-active",
+            "2",
+        ],
+    )
+    .into_iter()
+    .map(str::to_owned)
+    .chain(["--listen".to_owned(), "127.0.0.1:0".to_owned()])
+    .collect();
+    let victim = serve_child("victim", child_flags).await;
+    let client = reqwest::Client::new();
+    // The victim takes both permits with two 30 s calls.
+    for _ in 0..2 {
+        let (client, url) = (client.clone(), victim.url("/retrieve"));
+        tokio::spawn(async move {
+            let _ = client
+                .post(url)
+                .json(&json!({"question": "q"}))
+                .send()
+                .await;
+        });
+    }
+    let survivor = TestServer::start(&replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=10",
+            "--global-max-active",
+            "2",
+            "--wait-ms",
+            "30000",
+        ],
+    ))
+    .await;
+    eventually("the victim holds both permits", || async {
+        let g = global(&survivor).await;
+        (g["holders"] == 2).then_some(()).ok_or(g.to_string())
+    })
+    .await;
+    let waiting = post(&survivor);
+    eventually("the survivor waits", || async {
+        let g = global(&survivor).await;
+        (g["this_replica_waiting"] == 1)
+            .then_some(())
+            .ok_or(g.to_string())
+    })
+    .await;
+    let killed = Instant::now();
+    drop(victim); // SIGKILL: no release, no more heartbeats
+    // Nothing is over-admitted while the dead replica's leases run out.
+    while !waiting.is_finished() {
+        let g = global(&survivor).await;
+        assert!(g["holders"].as_u64().unwrap_or(0) <= 2, "{g}");
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "never admitted: {g}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, _) = waiting.await.unwrap();
+    assert_eq!(status, 200);
+    // TTL 1.5 s, heartbeat 0.5 s: the permits came back after the TTL, not before.
+    assert!(
+        killed.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        killed.elapsed()
+    );
+    survivor.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_or_paused_fails_open_or_closed_and_limiting_resumes() {
+    let mut redis = Redis::start();
+    let url = redis.url();
+    let open = TestServer::start(&replica_flags(
+        &url,
+        &["--plugin-config", "delay_ms=10", "--global-max-active", "1"],
+    ))
+    .await;
+    let closed = TestServer::start(&replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=10",
+            "--global-max-active",
+            "1",
+            "--global-failure",
+            "closed",
+        ],
+    ))
+    .await;
+    assert_eq!(post(&open).await.unwrap().0, 200);
+    assert_eq!(global(&open).await["totals"]["granted"], 1);
+
+    // Slow Redis: every call waits past the 200 ms call timeout.
+    assert_eq!(redis.command("CLIENT PAUSE 3000 ALL"), "+OK");
+    let (status, body) = post(&closed).await.unwrap();
+    assert_eq!(
+        (status, &body["status"]),
+        (503, &json!("global_unavailable")),
+        "{body}"
+    );
+    let (status, _) = post(&open).await.unwrap();
+    assert_eq!(status, 200, "fail open: admitted on the local gate");
+    redis.command("CLIENT UNPAUSE");
+
+    // Redis gone.
+    redis.stop();
+    let (status, body) = post(&closed).await.unwrap();
+    assert_eq!((status, &body["gate"]), (503, &json!("global")), "{body}");
+    assert_eq!(post(&open).await.unwrap().0, 200);
+    let g = global(&open).await;
+    assert!(g["totals"]["failed_open"].as_u64().unwrap() >= 2, "{g}");
+    assert!(g["last_error"].is_string(), "{g}");
+    assert!(g["holders"].is_null(), "{g}");
+
+    // Redis back: global limiting resumes (after the breaker's pause).
+    redis.run();
+    for server in [&open, &closed] {
+        eventually("granted by Redis again", || async {
+            let before = global(server).await["totals"]["granted"].as_u64().unwrap();
+            let (status, _) = post(server).await.unwrap();
+            let after = global(server).await["totals"]["granted"].as_u64().unwrap();
+            (status == 200 && after == before + 1)
+                .then_some(())
+                .ok_or(format!("status {status}, granted {before} -> {after}"))
+        })
+        .await;
+    }
+    open.stop().await;
+    closed.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_mid_call_keeps_its_global_lease() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let server = TestServer::start(&replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=1500",
+            "--global-max-active",
+            "1",
+        ],
+    ))
+    .await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let gone = impatient
+        .post(server.url("/retrieve"))
+        .json(&json!({"question": "q"}))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the client gave up");
+    // Its call runs on, and so does its global lease.
+    let state = server
+        .state_when("the lease marked client-gone", |s| s["client_gone"] == 1)
+        .await;
+    assert_eq!(state["global"]["holders"], 1, "{state}");
+    assert_eq!(state["global"]["this_replica"], 1, "{state}");
+    // A second request waits for it, and runs once the call has really returned.
+    let (status, body) = post(&server).await.unwrap();
+    assert_eq!(status, 200);
+    assert!(body["timing"]["queue_ms"].as_f64().unwrap() > 0.0);
+    let state = server
+        .state_when("every lease back", |s| s["active"] == 0)
+        .await;
+    assert_eq!(state["global"]["holders"], 0, "{state}");
+    server.stop().await;
+}
