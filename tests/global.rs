@@ -164,18 +164,18 @@ async fn three_replicas_never_exceed_the_global_limit_and_reach_its_plateau() {
             }));
         }
     }
-    // Sample the global holders (one atomic read in Redis) and each replica's share.
-    let (mut samples, mut peak, mut peak_sum) = (0, 0, 0);
+    // Sample the global holders from each replica's /state (one atomic read in Redis each):
+    // never above 4. (The replicas' own shares, read one after another while leases change
+    // hands every 0.1 s, do not add up at one instant, so their sum is not checked.)
+    let (mut samples, mut peak) = (0, 0);
     while Instant::now() < stop_at {
-        let mut sum = 0;
         for replica in &replicas {
             let g = global(replica).await;
             let holders = g["holders"].as_u64().unwrap();
             assert!(holders <= 4, "{holders} global leases out: {g}");
+            assert!(g["this_replica"].as_u64().unwrap() <= holders.max(4), "{g}");
             peak = peak.max(holders);
-            sum += g["this_replica"].as_u64().unwrap();
         }
-        peak_sum = peak_sum.max(sum);
         samples += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -185,9 +185,6 @@ async fn three_replicas_never_exceed_the_global_limit_and_reach_its_plateau() {
     }
     assert!(samples > 20, "{samples} samples");
     assert_eq!(peak, 4, "the limit is reached under this load");
-    // Each replica's share is read at a slightly different instant: a lease released on one
-    // and granted on another between two reads can count twice, never more.
-    assert!(peak_sum <= 5, "sum of shares {peak_sum}");
     // Theory: 4 calls of 0.4 s at once for 4 s = 40 (4 more can end inside the window's
     // edges); never more, and not far below on a busy machine.
     assert!(
@@ -403,6 +400,15 @@ async fn redis_down_or_paused_fails_open_or_closed_and_limiting_resumes() {
     assert!(g["totals"]["failed_open"].as_u64().unwrap() >= 2, "{g}");
     assert!(g["last_error"].is_string(), "{g}");
     assert!(g["holders"].is_null(), "{g}");
+    let scrape = open.get("/metrics").await.text().await.unwrap();
+    let failed_open = g["totals"]["failed_open"].as_u64().unwrap();
+    assert!(
+        scrape.contains(&format!(
+            "turnstile_global_requests_total{{outcome=\"failed_open\"}} {failed_open}\n"
+        )),
+        "{scrape}"
+    );
+    assert!(scrape.contains("turnstile_global_requests_total{outcome=\"granted\"} 1\n"));
 
     // Redis back: global limiting resumes (after the breaker's pause).
     redis.run();

@@ -370,8 +370,6 @@ impl GlobalGate {
                 (holders, waiting) = (Some(h), Some(w));
             }
         }
-        let s = &inner.stats;
-        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         GlobalStatus {
             key: inner.config.key.clone(),
             max_active: inner.config.max_active,
@@ -383,18 +381,35 @@ impl GlobalGate {
             this_replica_waiting: lock(&inner.waiting).len(),
             circuit_open: inner.breaker.is_open(),
             last_error: lock(&inner.last_error).clone(),
-            totals: GlobalTotals {
-                granted: load(&s.granted),
-                queue_full: load(&s.queue_full),
-                wait_timeout: load(&s.wait_timeout),
-                unavailable: load(&s.unavailable),
-                failed_open: load(&s.failed_open),
-                renewals: load(&s.renewals),
-                reasserted: load(&s.reasserted),
-                failures: load(&s.failures),
-                waited_us: load(&s.waited_us),
-            },
+            totals: self.totals(),
         }
+    }
+
+    /// This replica's counts (no Redis call).
+    pub fn totals(&self) -> GlobalTotals {
+        let s = &self.inner.stats;
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        GlobalTotals {
+            granted: load(&s.granted),
+            queue_full: load(&s.queue_full),
+            wait_timeout: load(&s.wait_timeout),
+            unavailable: load(&s.unavailable),
+            failed_open: load(&s.failed_open),
+            renewals: load(&s.renewals),
+            reasserted: load(&s.reasserted),
+            failures: load(&s.failures),
+            waited_us: load(&s.waited_us),
+        }
+    }
+
+    /// Global leases this replica holds now (no Redis call).
+    pub fn leases_held(&self) -> usize {
+        lock(&self.inner.held).len()
+    }
+
+    /// Whether calls skip Redis now.
+    pub fn circuit_open(&self) -> bool {
+        self.inner.breaker.is_open()
     }
 }
 

@@ -150,7 +150,9 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(&state.gate, &state.plugins),
+        state
+            .metrics
+            .render(&state.gate, &state.plugins, state.global.as_ref()),
     )
 }
 

@@ -275,8 +275,12 @@ pub async fn retrieve(
         None => None,
         Some(global) => {
             let deadline = arrived + state.gate.config().wait_deadline;
+            let asked = tokio::time::Instant::now();
             match global.acquire(deadline).await {
-                Ok(Admission::Granted(lease)) => Some(lease),
+                Ok(Admission::Granted(lease)) => {
+                    state.metrics.global_waited(asked.elapsed());
+                    Some(lease)
+                }
                 Ok(Admission::FailedOpen) => None,
                 Err(refusal) => return Err(ApiError::GlobalRefused(refusal)),
             }

@@ -10,6 +10,7 @@ mod names;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use turnstile_global::GlobalGate;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
@@ -40,6 +41,7 @@ pub struct Metrics {
     handle: PrometheusHandle,
     started: f64,
     queue_wait: Histogram,
+    global_wait: Histogram,
     execution: Histogram,
     instantiate: Histogram,
     swap_duration: Histogram,
@@ -116,6 +118,7 @@ impl Metrics {
             execution: histogram("turnstile_gate_execution_seconds", vec![]),
             instantiate: histogram("turnstile_plugin_instantiate_seconds", vec![]),
             swap_duration: histogram("turnstile_plugin_swap_duration_seconds", vec![]),
+            global_wait: histogram("turnstile_global_wait_seconds", vec![]),
             calls,
             host: Arc::new(HostCallMetrics {
                 calls: host_calls,
@@ -140,7 +143,10 @@ impl Metrics {
     }
 
     /// The text of every metric now, with the server's state read at this instant.
-    pub fn render(&self, gate: &Gate, plugins: &PluginSlot) -> String {
+    pub fn render(&self, gate: &Gate, plugins: &PluginSlot, global: Option<&GlobalGate>) -> String {
+        if let Some(global) = global {
+            self.render_global(global);
+        }
         let snapshot = gate.snapshot();
         self.gauge("turnstile_gate_active", vec![])
             .set(snapshot.active as f64);
@@ -202,6 +208,42 @@ impl Metrics {
         // goes, so only the serving plugin is described.
         self.handle.run_upkeep();
         self.handle.render()
+    }
+
+    /// The global limit's counts (this replica's, no Redis call).
+    fn render_global(&self, global: &GlobalGate) {
+        let t = global.totals();
+        for (outcome, value) in [
+            ("granted", t.granted),
+            ("queue_full", t.queue_full),
+            ("wait_timeout", t.wait_timeout),
+            ("unavailable", t.unavailable),
+            ("failed_open", t.failed_open),
+        ] {
+            self.counter(
+                "turnstile_global_requests_total",
+                vec![Label::new("outcome", outcome)],
+            )
+            .absolute(value);
+        }
+        for (result, value) in [("renewed", t.renewals), ("reasserted", t.reasserted)] {
+            self.counter(
+                "turnstile_global_renewals_total",
+                vec![Label::new("result", result)],
+            )
+            .absolute(value);
+        }
+        self.counter("turnstile_global_redis_failures_total", vec![])
+            .absolute(t.failures);
+        self.gauge("turnstile_global_leases_held", vec![])
+            .set(global.leases_held() as f64);
+        self.gauge("turnstile_global_circuit_open", vec![])
+            .set(if global.circuit_open() { 1.0 } else { 0.0 });
+    }
+
+    /// A request's wait for its global lease.
+    pub fn global_waited(&self, waited: Duration) {
+        self.global_wait.record(waited.as_secs_f64());
     }
 
     /// Folds recorded observations into their histograms; run every [`UPKEEP_INTERVAL`].

@@ -121,6 +121,36 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Resident memory size, in bytes",
     ),
     ("process_open_fds", Kind::Gauge, "Open file descriptors"),
+    (
+        "turnstile_global_requests_total",
+        Kind::Counter,
+        "Requests that asked the global limit (Redis), by outcome: granted, queue_full, wait_timeout, unavailable (refused, fail closed), failed_open (admitted on the local gate alone)",
+    ),
+    (
+        "turnstile_global_wait_seconds",
+        Kind::Histogram,
+        "Time a request waited for its global lease",
+    ),
+    (
+        "turnstile_global_leases_held",
+        Kind::Gauge,
+        "Global leases this replica holds now",
+    ),
+    (
+        "turnstile_global_renewals_total",
+        Kind::Counter,
+        "Global lease renewals by the heartbeat, by result: renewed, reasserted (found expired, asserted again)",
+    ),
+    (
+        "turnstile_global_redis_failures_total",
+        Kind::Counter,
+        "Redis calls of the global limit that failed or timed out (200 ms)",
+    ),
+    (
+        "turnstile_global_circuit_open",
+        Kind::Gauge,
+        "1 while the circuit breaker skips Redis after repeated failures",
+    ),
 ];
 
 /// How a plugin call ended.
