@@ -467,3 +467,52 @@ async fn a_client_that_leaves_mid_call_keeps_its_global_lease() {
     assert_eq!(state["global"]["holders"], 0, "{state}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_client_leaves_leaves_the_global_queue() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let server = TestServer::start(&replica_flags(
+        &url,
+        &[
+            "--plugin-config",
+            "delay_ms=3000",
+            "--global-max-active",
+            "1",
+        ],
+    ))
+    .await;
+    let running = post(&server);
+    server
+        .state_when("A running", |s| s["global"]["holders"] == 1)
+        .await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let waiter = {
+        let request = impatient
+            .post(server.url("/retrieve"))
+            .json(&json!({"question": "q"}));
+        tokio::spawn(async move { request.send().await.is_err() })
+    };
+    server
+        .state_when("B waits in the global queue", |s| {
+            s["global"]["waiting"] == 1
+        })
+        .await;
+    assert!(waiter.await.unwrap(), "B's client gave up");
+    // B never ran: it left the global queue (and its local lease), while A runs on.
+    let state = server
+        .state_when("B gone from the global queue", |s| {
+            s["global"]["waiting"] == 0 && s["global"]["this_replica_waiting"] == 0
+        })
+        .await;
+    assert_eq!(state["global"]["holders"], 1, "{state}");
+    assert_eq!(
+        state["active"], 1,
+        "B's local lease was given back: {state}"
+    );
+    assert_eq!(running.await.unwrap().0, 200);
+    server.stop().await;
+}

@@ -276,11 +276,14 @@ impl GlobalGate {
             inner.next_id.fetch_add(1, Ordering::Relaxed)
         );
         let since = Instant::now();
+        // Armed from the first call: if this future is dropped while a call is in flight, the
+        // id is released (whether Redis queued it, granted it, or never saw it).
         let mut queued = Queued {
             inner: Arc::clone(inner),
             id: id.clone(),
             armed: false,
         };
+        queued.arm();
         loop {
             if inner.breaker.is_open() {
                 queued.leave();
@@ -325,10 +328,7 @@ impl GlobalGate {
                     inner.stats.queue_full.fetch_add(1, Ordering::Relaxed);
                     return Err(GlobalRefusal::QueueFull);
                 }
-                Ok(Ok(_)) => {
-                    inner.breaker.success();
-                    queued.arm();
-                }
+                Ok(Ok(_)) => inner.breaker.success(),
                 Ok(Err(error)) => {
                     queued.leave();
                     inner.redis_failed(&error.to_string());
