@@ -4,6 +4,7 @@
 //! admissions per second and the acquire's p50 / p99 for each concurrency.
 //!
 //! `cargo bench -p turnstile-global --bench admissions` (needs `redis-server`: tests/setup.sh)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark fails loudly
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
