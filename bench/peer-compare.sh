@@ -21,8 +21,9 @@
 #   PEERS_STATE (~/.cache/turnstile-peers), CONC (16), SECS (20), RUNS (3), WARM_SECS (3),
 #   TS_PORT (18080), LAB_PORT (18000), TS4_PORT (18081), OUT (/tmp/peer-compare-<UTC>),
 #   CORPUS (<repo>/corpus/python-summaries.jsonl; used by BOTH servers), WITH_MAX_ACTIVE_4 (1; 0 skips step 5),
-#   BODY ({"question": "How do I parse command line arguments?", "limit": 5}).
-# Only ONE body is sent per run: load.sh (oha -d) takes a single request body.
+#   BODY ({"question": "How do I parse command line arguments?", "limit": 5}),
+#   MIX (unset: one BODY per run with oha; a file of JSON bodies, one per line, e.g. bench/mix.jsonl
+#   from bench/mix-bodies.py: the mix in turn, with wrk and loadtest/mix.lua, for both services).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -43,9 +44,14 @@ DEFAULT_BODY='{"question": "How do I parse command line arguments?", "limit": 5}
 BODY="${BODY:-$DEFAULT_BODY}"
 OUT="${OUT:-/tmp/peer-compare-$(date -u +%Y%m%dT%H%M%SZ)}"
 LOAD="$PEERS/load.sh"
+# MIX=FILE.jsonl: the question mix instead of one body, with wrk for both services
+# (bench/wrk-load.sh, loadtest/mix.lua); the oha-based load.sh takes one body only.
+if [ -n "${MIX:-}" ]; then
+  export MIX; LOAD="$REPO/bench/wrk-load.sh"; BODY="$(head -1 "$MIX")"
+fi
 
 [ -x "$BIN" ] || { echo "missing $BIN: cargo build --release -p turnstile-cli && cp target/release/turnstile $BIN" >&2; exit 1; }
-[ -x "$PEERS_STATE/.venv/bin/python" ] && [ -x "$PEERS_STATE/.tools/bin/oha" ] \
+[ -x "$PEERS_STATE/.venv/bin/python" ] && { [ -n "${MIX:-}" ] || [ -x "$PEERS_STATE/.tools/bin/oha" ]; } \
   || { echo "missing venv/oha in $PEERS_STATE: PEERS_STATE=$PEERS_STATE $PEERS/setup.sh --oha" >&2; exit 1; }
 [ -f "$CORPUS" ] || { echo "missing $CORPUS" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -122,7 +128,8 @@ measure() {  # NAME PID URL RUN
   echo "commit: $(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)"
   echo "binary: $BIN sha256 $(sha256sum "$BIN" | cut -d' ' -f1)"
   echo "corpus: $CORPUS sha256 $(sha256sum "$CORPUS" | cut -d' ' -f1) lines $(wc -l <"$CORPUS")"
-  echo "oha: $("$PEERS_STATE/.tools/bin/oha" --version)"
+  if [ -n "${MIX:-}" ]; then echo "load: wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2), mix $MIX ($(grep -c . "$MIX") bodies)"
+  else echo "oha: $("$PEERS_STATE/.tools/bin/oha" --version)"; fi
   echo "python: $("$PEERS_STATE/.venv/bin/python" --version)"
   echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
   echo "mem: $(free -h | awk '/^Mem:/{print $2}')"

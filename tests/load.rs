@@ -21,6 +21,7 @@ fn args(url: String, output: PathBuf) -> LoadArgs {
         spawn_rate: 100.0,
         duration: 2.0,
         body: DEFAULT_BODY.to_owned(),
+        bodies: None,
         output,
         timeout_s: 10.0,
         quiet: true,
@@ -101,6 +102,41 @@ async fn smoke_run_against_the_delay_plugin() {
     let table = turnstile_tools::load::table(&summary);
     assert!(table.contains("requests/s plateau"), "{table}");
     assert!(table.contains("status 200"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bodies_file_is_sent_in_turn() {
+    let server = TestServer::start(&[]).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mix = tmp.path().join("mix.jsonl");
+    // Two valid questions and one blank (422): in turn, so both statuses appear, 2 : 1.
+    std::fs::write(
+        &mix,
+        "{\"question\": \"json dumps\", \"limit\": 3}\n\n{\"question\": \"parse arguments\"}\n{\"question\": \" \"}\n",
+    )
+    .unwrap();
+    let mut a = args(server.url("/retrieve"), tmp.path().join("out"));
+    a.bodies = Some(mix.clone());
+    let summary = run_load(&a).await.unwrap();
+    server.stop().await;
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("out").join(SUMMARY_FILE)).unwrap())
+            .unwrap();
+    assert_eq!(json["settings"]["bodies"], 3, "{json:#}");
+    assert_eq!(json["settings"]["body"]["question"], "json dumps");
+    let ok = json["statuses"]["200"].as_u64().unwrap();
+    let blank = json["statuses"]["422"].as_u64().unwrap();
+    assert_eq!(ok + blank, summary.requests);
+    // Request n sends line n mod 3: 200, 200, 422, 200, 200, 422, ...
+    assert!(ok.abs_diff(2 * blank) <= 2, "{ok} ok, {blank} blank");
+
+    // A bad line is refused with its number, before any request.
+    std::fs::write(&mix, "{\"question\": \"q\"}\n[1, 2]\n").unwrap();
+    let error = run_load(&a).await.unwrap_err().to_string();
+    assert!(
+        error.contains("--bodies") && error.contains("line 2"),
+        "{error}"
+    );
 }
 
 fn parse_error(flags: &[&str]) -> String {

@@ -68,6 +68,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "JSON", default_value = DEFAULT_BODY, value_parser = plan::body)]
     pub body: String,
 
+    /// A question mix instead of `--body`: a file of JSON bodies, one per line (each sent as is,
+    /// e.g. `{"question": "...", "limit": 5}`; blank lines skipped; at most 100,000 lines). The
+    /// users take them in turn: request n of the run sends line n modulo their number.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "body")]
+    pub bodies: Option<PathBuf>,
+
     /// Directory for summary.json, chart.svg and chart.png (created if missing).
     #[arg(long, value_name = "DIR")]
     pub output: PathBuf,
@@ -123,7 +129,7 @@ where
     let shared = Arc::new(Shared::new(
         client,
         plan.url.clone(),
-        plan.body.clone(),
+        plan.bodies.clone(),
         plan.duration,
     )?);
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -23,6 +23,10 @@ pub const MAX_DURATION_S: f64 = 86_400.0;
 pub const MAX_TIMEOUT_S: f64 = 3_600.0;
 /// Largest `--body`, in bytes.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Most bodies in a `--bodies` file.
+pub const MAX_BODIES: usize = 100_000;
+/// Largest `--bodies` file, in bytes.
+pub const MAX_BODIES_FILE_BYTES: u64 = 64 << 20;
 
 /// A flag whose value is refused.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -43,8 +47,9 @@ pub(crate) struct Plan {
     pub users: u32,
     pub spawn_rate: f64,
     pub duration: Duration,
-    pub body: String,
-    pub body_json: Value,
+    /// What the users send, in turn (one body unless `--bodies`).
+    pub bodies: std::sync::Arc<[bytes::Bytes]>,
+    pub bodies_file: Option<PathBuf>,
     pub output: PathBuf,
     pub timeout: Duration,
     pub quiet: bool,
@@ -78,7 +83,11 @@ impl Plan {
         )?;
         let duration_s = flag("--duration", args.duration, check_duration(args.duration))?;
         let timeout_s = flag("--timeout-s", args.timeout_s, check_timeout(args.timeout_s))?;
-        let body_json = flag("--body", &args.body, body_value(&args.body))?;
+        flag("--body", &args.body, body_value(&args.body))?;
+        let bodies: Vec<bytes::Bytes> = match &args.bodies {
+            None => vec![bytes::Bytes::from(args.body.clone())],
+            Some(path) => flag("--bodies", path.display(), bodies_file(path))?,
+        };
         if args.output.as_os_str().is_empty() {
             return Err(FlagError {
                 flag: "--output",
@@ -91,8 +100,8 @@ impl Plan {
             users,
             spawn_rate,
             duration: Duration::from_secs_f64(duration_s),
-            body: args.body.clone(),
-            body_json,
+            bodies: bodies.into(),
+            bodies_file: args.bodies.clone(),
             output: args.output.clone(),
             timeout: Duration::from_secs_f64(timeout_s),
             quiet: args.quiet,
@@ -198,6 +207,38 @@ fn number(s: &str, range: &str) -> Result<f64, String> {
     s.trim()
         .parse::<f64>()
         .map_err(|_| format!("not a number; {range}"))
+}
+
+/// `--bodies`: JSON objects, one per line, each of at most [`MAX_BODY_BYTES`]; an error names
+/// the line.
+pub(crate) fn bodies_file(path: &std::path::Path) -> Result<Vec<bytes::Bytes>, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .len();
+    if size > MAX_BODIES_FILE_BYTES {
+        return Err(format!(
+            "{size} bytes; at most {MAX_BODIES_FILE_BYTES} are allowed"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut bodies = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match body_value(line) {
+            Ok(Value::Object(_)) => bodies.push(bytes::Bytes::from(line.to_owned())),
+            Ok(_) => return Err(format!("line {}: not a JSON object", i + 1)),
+            Err(e) => return Err(format!("line {}: {e}", i + 1)),
+        }
+        if bodies.len() > MAX_BODIES {
+            return Err(format!("more than {MAX_BODIES} bodies"));
+        }
+    }
+    if bodies.is_empty() {
+        return Err("no body in it (one JSON object per line)".into());
+    }
+    Ok(bodies)
 }
 
 /// `--body`: JSON text of at most [`MAX_BODY_BYTES`].

@@ -68,8 +68,14 @@ pub struct Settings {
     pub duration_s: f64,
     /// Per-request timeout in seconds.
     pub timeout_s: f64,
-    /// The JSON body sent.
+    /// The JSON body sent (the first of `--bodies`).
     pub body: Value,
+    /// The `--bodies` file, if the run rotated bodies from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bodies_file: Option<PathBuf>,
+    /// How many bodies the users took in turn.
+    #[serde(default = "one")]
+    pub bodies: usize,
     /// Output directory.
     pub output: PathBuf,
 }
@@ -200,7 +206,9 @@ impl Summary {
                 spawn_rate: plan.spawn_rate,
                 duration_s: plan.duration.as_secs_f64(),
                 timeout_s: plan.timeout.as_secs_f64(),
-                body: plan.body_json.clone(),
+                body: serde_json::from_slice(&plan.bodies[0]).unwrap_or(Value::Null),
+                bodies_file: plan.bodies_file.clone(),
+                bodies: plan.bodies.len(),
                 output: plan.output.clone(),
             },
             started_unix_s: ending.started_unix_s,
@@ -270,4 +278,8 @@ fn plateau(stats: &Stats, load_end: Duration) -> Plateau {
         requests_per_s: (window > 0.0).then(|| requests as f64 / window),
         missing_because: None,
     }
+}
+
+fn one() -> usize {
+    1
 }

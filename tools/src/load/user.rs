@@ -18,7 +18,9 @@ use super::stats::{Outcome, Stats};
 pub(crate) struct Shared {
     pub client: reqwest::Client,
     pub url: Url,
-    pub body: String,
+    /// Sent in turn: request n sends `bodies[n % len]`.
+    pub bodies: Arc<[bytes::Bytes]>,
+    next_body: std::sync::atomic::AtomicUsize,
     /// Time zero of the run.
     pub start: Instant,
     /// When users stop sending (unless stopped earlier).
@@ -38,14 +40,15 @@ impl Shared {
     pub fn new(
         client: reqwest::Client,
         url: Url,
-        body: String,
+        bodies: Arc<[bytes::Bytes]>,
         duration: Duration,
     ) -> Result<Self, hdrhistogram::CreationError> {
         let start = Instant::now();
         Ok(Self {
             client,
             url,
-            body,
+            bodies,
+            next_body: std::sync::atomic::AtomicUsize::new(0),
             start,
             deadline: start + duration,
             stopping: AtomicBool::new(false),
@@ -54,6 +57,12 @@ impl Shared {
             in_flight: AtomicU32::new(0),
             stats: Mutex::new(Stats::new()?),
         })
+    }
+
+    /// The next body in turn.
+    fn next_body(&self) -> bytes::Bytes {
+        let n = self.next_body.fetch_add(1, Ordering::Relaxed);
+        self.bodies[n % self.bodies.len()].clone()
     }
 
     /// No new request may be sent.
@@ -140,7 +149,7 @@ async fn request(shared: &Shared) -> Outcome {
         .client
         .post(shared.url.clone())
         .header(CONTENT_TYPE, "application/json")
-        .body(shared.body.clone())
+        .body(shared.next_body())
         .send()
         .await;
     match sent {
