@@ -12,6 +12,7 @@ mod check;
 mod config;
 mod drive;
 mod edge;
+mod eval;
 mod fixtures;
 mod gate;
 mod global;

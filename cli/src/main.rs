@@ -31,6 +31,9 @@ enum Command {
     Drive(DriveArgs),
     /// Run the conformance suite against a plugin component (exits non-zero on any failure).
     Check(CheckArgs),
+    /// Run a question set through a plugin in process and score it: recall@1, recall@5,
+    /// MRR@10, nDCG@10, the misses and the per-question latency (`--compare` a second plugin).
+    Eval(turnstile::eval::EvalArgs),
     /// Closed-loop HTTP load: users, spawn rate, duration; live progress, a summary table,
     /// `summary.json` and a chart.
     Load(LoadArgs),
@@ -103,6 +106,10 @@ fn main() -> anyhow::Result<()> {
         Command::Check(args) => {
             init_logging(LogFormat::Text);
             turnstile::check::run(&args)?
+        }
+        Command::Eval(args) => {
+            init_logging(LogFormat::Text);
+            turnstile::eval::run(&args)?
         }
         Command::Drive(args) => {
             init_logging(LogFormat::Text);

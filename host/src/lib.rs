@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod eval;
 pub mod http;
 pub mod metrics;
 pub mod plugin;
