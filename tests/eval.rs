@@ -100,3 +100,45 @@ fn a_bad_question_file_is_refused_with_its_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--limit"));
 }
+
+/// Every plugin we ship ranks the same whatever `limit` is: for each dev question, a `limit: k`
+/// answer is the first k of the `limit: 20` answer.
+#[test]
+fn a_limit_k_answer_is_the_first_k_of_a_limit_20_answer() {
+    use turnstile::corpus::{CorpusIndex, CorpusPool, read_corpus};
+    use turnstile::plugin::{Plugin, PluginConfig, PluginRuntime, PluginSource, RuntimeOptions};
+
+    let questions = turnstile::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
+    let index = CorpusIndex::open_or_build(&read_corpus(None).unwrap(), &cache_dir().join("index"))
+        .unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        memory_limit: 64 * 1024 * 1024,
+        max_instances: 1,
+        cache_dir: None,
+        pooling: false,
+        call_deadline: None,
+        host_metrics: None,
+    })
+    .unwrap();
+    let shipped = [PluginSource::Embedded];
+    for source in shipped {
+        let pool = CorpusPool::new(&index, 4).unwrap();
+        let plugin = Plugin::load(&runtime, &source, PluginConfig::default(), pool).unwrap();
+        let ids = |q: &str, limit: u32| -> Vec<String> {
+            plugin
+                .retrieve(q, limit, 1)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect()
+        };
+        for question in &questions {
+            let full = ids(&question.q, 20);
+            for k in [1u32, 2, 3, 5, 8, 10, 13, 19] {
+                let short = ids(&question.q, k);
+                let prefix = &full[..full.len().min(k as usize)];
+                assert_eq!(short, prefix, "{source:?}, limit {k}: {:?}", question.q);
+            }
+        }
+    }
+}

@@ -6,8 +6,8 @@
 //!
 //! - `request`: exactly the corpus work one end-to-end benchmark request makes — for the
 //!   expression the default plugin builds for the benchmark's question ("How do I parse command
-//!   line arguments?"), its candidate pool for `limit` 5 ranked without snippets
-//!   (`session.rank`, 4 × 5 = 20 rows), then a snippet for each of the 5 it keeps. This is the
+//!   line arguments?"), its candidate pool (50, whatever `limit` is) ranked without snippets
+//!   (`session.rank`, 50 rows), then a snippet for each of the 5 it keeps. This is the
 //!   ceiling that end-to-end `/retrieve` throughput is compared against.
 //! - `request-0.1.0`: what the plugin did on contract 0.1.0 — `search` for 20 rows, every one
 //!   with a snippet.
@@ -30,8 +30,8 @@ const SINGLE_THREAD_RUN: Duration = Duration::from_secs(5);
 const LIMIT: u32 = 5;
 /// The question the end-to-end benchmark (`bench/peer-compare.sh`) sends, with `limit` 5.
 const REQUEST_QUESTION: &str = "How do I parse command line arguments?";
-/// The default plugin's candidate pool for `limit` 5 (`CANDIDATES_PER_RESULT` × 5).
-const REQUEST_POOL: u32 = 20;
+/// The default plugin's candidate pool, whatever `limit` is (`POOL`).
+const REQUEST_POOL: u32 = 50;
 
 /// What one query of a workload does.
 #[derive(Clone, Copy)]

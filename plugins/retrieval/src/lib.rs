@@ -10,9 +10,11 @@
 // Natively only the query logic below is built, for its unit tests.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-/// Candidates fetched per requested source, for re-ranking (bounded by the host's 50).
-const CANDIDATES_PER_RESULT: u32 = 4;
-const MAX_CANDIDATES: u32 = 50;
+/// Candidates fetched for re-ranking, whatever `limit` is (the host's most): a `limit: k` answer
+/// is then the first k of a `limit: 20` answer, since the pool does not depend on `limit`. The
+/// pool size hardly changes the cost: SQLite computes bm25 for every matching document anyway,
+/// and only the sources kept get a snippet.
+const POOL: u32 = 50;
 /// How much naming the object (segments of its id) moves a candidate, relative to bm25.
 const ID_WEIGHT: f64 = 0.2;
 
@@ -30,9 +32,7 @@ include!("stop_words.rs");
 /// The component: bindings generated from `wit/`, and the plugin's `retrieve`.
 #[cfg(target_arch = "wasm32")]
 mod guest {
-    use super::{
-        CANDIDATES_PER_RESULT, ID_WEIGHT, MAX_CANDIDATES, fts_expression, id_match, terms,
-    };
+    use super::{ID_WEIGHT, POOL, fts_expression, id_match, terms};
 
     wit_bindgen::generate!({
         world: "retrieval-plugin",
@@ -56,8 +56,7 @@ mod guest {
             // the question names the documented object itself.
             // The pool is ranked without snippets (a snippet costs about as much as ranking hundreds
             // of matches); only the sources kept get one.
-            let pool = (limit.saturating_mul(CANDIDATES_PER_RESULT)).min(MAX_CANDIDATES);
-            let candidates = session.rank(&expression, pool).map_err(corpus_error)?;
+            let candidates = session.rank(&expression, POOL).map_err(corpus_error)?;
             let mut chosen: Vec<(f64, Ranked)> = candidates
                 .into_iter()
                 .filter(|c| c.rank.is_finite())
