@@ -129,13 +129,13 @@ async fn events_arrive_in_order_and_resume_after_the_last_event_id() {
         "--plugin",
         components::DELAY,
         "--plugin-config",
-        "delay_ms=1500",
+        "delay_ms=3000",
         "--max-active",
         "1",
         "--max-waiting",
         "1",
         "--wait-ms",
-        "300",
+        "1500",
         "--events-interval-ms",
         "20",
     ])
@@ -171,7 +171,7 @@ async fn events_arrive_in_order_and_resume_after_the_last_event_id() {
         ]
     );
     assert!(
-        events[4]["took_us"].as_u64().unwrap() >= 1_500_000,
+        events[4]["took_us"].as_u64().unwrap() >= 3_000_000,
         "{events:?}"
     );
     // Snapshots follow, with the gate's totals.
@@ -257,7 +257,23 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
     server
         .state_when("both streams open", |s| s["live"]["subscribers"] == 2)
         .await;
-    // Requests flow while the stuck reader's buffers fill.
+    // A reader that reads, all along: it must keep every event, in order.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new((Vec::<u64>::new(), 0u64)));
+    let reading = {
+        let seen = std::sync::Arc::clone(&seen);
+        tokio::spawn(async move {
+            loop {
+                let message = reader.next().await;
+                if message.event == "events" {
+                    let mut seen = seen.lock().unwrap();
+                    seen.1 += message.data["missed"].as_u64().unwrap();
+                    seen.0
+                        .extend(orders(message.data["events"].as_array().unwrap()));
+                }
+            }
+        })
+    };
+    // Requests flow while the stuck reader's buffers fill and it stalls.
     let mut served = 0;
     let dropped = eventually("the stuck reader dropped", || {
         let server = &server;
@@ -276,10 +292,32 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
     .await;
     assert_eq!(dropped["live"]["subscribers"], 1, "{dropped}");
     assert!(served > 0);
-    // The reader that reads is still served, with every event in order.
-    let (events, missed) = reader.events(2).await;
+    // The reader that reads got every event up to then, in order, none missed.
+    let last = dropped["events"].as_array().unwrap().last().unwrap()["order"]
+        .as_u64()
+        .unwrap();
+    eventually("the reading stream has every event", || {
+        let seen = std::sync::Arc::clone(&seen);
+        async move {
+            let seen = seen.lock().unwrap();
+            if seen.0.last().is_some_and(|o| *o >= last) {
+                Ok(())
+            } else {
+                Err(format!("{:?}", seen.0.last()))
+            }
+        }
+    })
+    .await;
+    reading.abort();
+    let (orders, missed) = seen.lock().unwrap().clone();
     assert_eq!(missed, 0);
-    assert_eq!(orders(&events)[..2], [1, 2]);
+    assert!(
+        orders
+            .iter()
+            .zip(1..)
+            .all(|(order, expected)| *order == expected),
+        "consecutive from 1: {orders:?}"
+    );
     drop(stuck);
     server.stop().await;
 }
@@ -293,13 +331,13 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
         "--plugin",
         components::DELAY,
         "--plugin-config",
-        "delay_ms=800",
+        "delay_ms=2500",
         "--max-active",
         "1",
         "--max-waiting",
         "1",
         "--wait-ms",
-        "200",
+        "1500",
         "--events-interval-ms",
         "50",
     ])
@@ -317,6 +355,7 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
             .arg(screenshot)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("the test venv: run tests/setup.sh"),
     ));
@@ -331,7 +370,7 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
     assert_eq!(post(&server).await.unwrap(), 429);
     assert_eq!(b.await.unwrap(), 503);
     assert_eq!(a.await.unwrap(), 200);
-    for _ in 0..3 {
+    for _ in 0..1 {
         assert_eq!(post(&server).await.unwrap(), 200);
     }
     let state = server.get_json("/state").await;
@@ -345,7 +384,7 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
         "generation": state["plugin"]["generation"],
         "last_event": state["events"].as_array().unwrap().last().unwrap()["order"],
     });
-    assert_eq!(expected["admitted"], 4);
+    assert_eq!(expected["admitted"], 2);
     assert_eq!(
         (&expected["queue_full"], &expected["wait_timeout"]),
         (&json!(1), &json!(1))
@@ -353,15 +392,17 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
     let mut child = browser.0.take().unwrap();
     let finished = tokio::task::spawn_blocking(move || {
         use std::io::Write;
-        writeln!(child.stdin.take().unwrap(), "{expected}").unwrap();
+        // If the check already ended (it failed), its output below says why.
+        let _ = writeln!(child.stdin.take().unwrap(), "{expected}");
         child.wait_with_output()
     });
-    let out = tokio::time::timeout(Duration::from_secs(60), finished)
+    let out = tokio::time::timeout(Duration::from_secs(120), finished)
         .await
-        .expect("the browser check finished within 60 s")
+        .expect("the browser check finished within 120 s")
         .unwrap()
         .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{report}");
     assert!(report.contains("page matches /state"), "{report}");
     assert!(std::fs::metadata(screenshot).unwrap().len() > 10_000);

@@ -4,7 +4,7 @@ that the page shows what the server's /state says.
     check.py URL SCREENSHOT.png
 
 Prints "stream connected" once the page's stream is live, then reads one JSON line on stdin
-(the expected counts, taken by the test from /state after its load), waits (deadline 20 s) until
+(the expected counts, taken by the test from /state after its load), waits (deadline 60 s) until
 the page shows exactly those numbers, saves a screenshot, and prints "page matches /state".
 Exits 1 with what the page showed if it never does.
 """
@@ -17,7 +17,8 @@ import time
 
 from playwright.sync_api import sync_playwright
 
-DEADLINE_S = 20
+# Generous: CI machines run many tests and a browser on two cores.
+DEADLINE_S = 60
 
 
 def chromium_path():
@@ -46,12 +47,13 @@ def shown(page):
 def main():
     url, screenshot = sys.argv[1], sys.argv[2]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
+        browser = p.chromium.launch(executable_path=chromium_path(), headless=True, timeout=120_000,
                                     args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.set_default_timeout(DEADLINE_S * 1000)
         page.goto(url)
         page.wait_for_function("document.getElementById('status').textContent === 'live'",
                                timeout=DEADLINE_S * 1000)

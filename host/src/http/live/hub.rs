@@ -4,10 +4,12 @@
 //! Bounds: at most `max_subscribers` streams at once (more get 503 `too_many_subscribers`); one
 //! broadcast ring of [`FRAMES_BUFFERED`] frames shared by all of them (a frame holds at most
 //! [`turnstile_gate::RETAINED_EVENTS`] events or one snapshot with at most [`MAX_LIVE_LEASES`]
-//! leases); each stream's kernel send buffer capped (`super::STREAM_SEND_BUFFER`). A subscriber
-//! that falls [`FRAMES_BUFFERED`] frames behind (it does not read its socket) is dropped and its
-//! connection closed, so it can neither slow the gate, nor grow memory, nor keep its seat. With
-//! nobody watching, the hub only notes the newest event's order once per interval.
+//! leases); each stream's kernel send buffer capped (`super::STREAM_SEND_BUFFER`). A stream that
+//! falls behind the ring (a slow reader, a busy machine) skips to the newest frames and is told
+//! how many events it missed. A subscriber that stops reading altogether — [`FRAMES_BUFFERED`]
+//! frames behind and no progress for [`STALL_TIMEOUT`] — is dropped and its connection closed,
+//! so it can neither slow the gate, nor grow memory, nor keep its seat. With nobody watching,
+//! the hub only notes the newest event's order once per interval.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,8 +22,12 @@ use turnstile_gate::{Event, EventsAfter, Gate, LeaseSnapshot, Totals};
 use crate::http::retrieve::PluginBody;
 use crate::serve::ConnectionSocket;
 
-/// Frames a subscriber may fall behind before it is dropped.
+/// Frames the ring keeps: a stream further behind skips ahead (and is told what it missed).
 pub const FRAMES_BUFFERED: usize = 32;
+
+/// A stream [`FRAMES_BUFFERED`] frames behind that has taken no frame for this long has stopped
+/// reading: it is dropped.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Leases a snapshot lists (the oldest: a stuck call is among them); `active` counts them all.
 pub const MAX_LIVE_LEASES: usize = 64;
@@ -123,6 +129,8 @@ pub struct Hub {
     frames: broadcast::Sender<Arc<Frame>>,
     /// Frames broadcast so far.
     sent: AtomicU64,
+    /// The hub's clock for stream progress.
+    started: std::time::Instant,
     /// Every open stream's progress, for the hub to drop the ones that stopped reading.
     seats: std::sync::Mutex<Vec<Arc<SeatState>>>,
     subscribers: AtomicUsize,
@@ -145,6 +153,8 @@ struct SeatState {
     start: u64,
     /// Frames it has taken from the ring since.
     taken: AtomicU64,
+    /// When it last took a frame (or subscribed), in milliseconds since the hub started.
+    progress_ms: AtomicU64,
     /// Dropped already (counted once).
     dropped: std::sync::atomic::AtomicBool,
     /// Its connection, to close when it is dropped.
@@ -158,7 +168,7 @@ pub struct LiveBody {
     pub subscribers: usize,
     /// At most this many at once (`--max-subscribers`).
     pub max_subscribers: usize,
-    /// Streams dropped because their reader fell behind, over the server's life.
+    /// Streams dropped because their reader stopped reading, over the server's life.
     pub dropped: u64,
 }
 
@@ -178,14 +188,12 @@ impl Drop for Seat {
 }
 
 impl Seat {
-    /// The stream took a frame from the ring.
-    pub fn took_frame(&self) {
-        self.state.taken.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The stream fell [`FRAMES_BUFFERED`] frames behind: it is being dropped.
-    pub fn fell_behind(&self) {
-        self.state.drop_once(&self.hub);
+    /// The stream took a frame from the ring (or skipped `skipped` frames it was too late for).
+    pub fn took_frame(&self, skipped: u64) {
+        self.state.taken.fetch_add(1 + skipped, Ordering::Relaxed);
+        self.state
+            .progress_ms
+            .store(self.hub.now_ms(), Ordering::Relaxed);
     }
 }
 
@@ -209,6 +217,7 @@ impl Hub {
             frames: broadcast::Sender::new(FRAMES_BUFFERED),
             sent: AtomicU64::new(0),
             seats: std::sync::Mutex::new(Vec::new()),
+            started: std::time::Instant::now(),
             subscribers: AtomicUsize::new(0),
             dropped: AtomicU64::new(0),
             closing: watch::Sender::new(false),
@@ -239,6 +248,7 @@ impl Hub {
         let state = Arc::new(SeatState {
             start: self.sent.load(Ordering::Acquire),
             taken: AtomicU64::new(0),
+            progress_ms: AtomicU64::new(self.now_ms()),
             dropped: std::sync::atomic::AtomicBool::new(false),
             socket,
         });
@@ -260,14 +270,21 @@ impl Hub {
         }
     }
 
-    /// Drops the streams that fell [`FRAMES_BUFFERED`] frames behind: their readers stopped
-    /// reading (their socket is full, so their stream is not even polled to notice).
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Drops the streams whose readers stopped reading: [`FRAMES_BUFFERED`] frames behind and
+    /// no progress for [`STALL_TIMEOUT`] (their socket is full, so their stream is not even
+    /// polled to notice by itself).
     fn drop_stalled(&self) {
         let sent = self.sent.load(Ordering::Acquire);
+        let now = self.now_ms();
         let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
         for seat in seats.iter() {
             let behind = (sent - seat.start).saturating_sub(seat.taken.load(Ordering::Relaxed));
-            if behind >= FRAMES_BUFFERED as u64 {
+            let idle = now.saturating_sub(seat.progress_ms.load(Ordering::Relaxed));
+            if behind >= FRAMES_BUFFERED as u64 && idle >= STALL_TIMEOUT.as_millis() as u64 {
                 seat.drop_once(self);
             }
         }

@@ -140,6 +140,7 @@ pub async fn events(
         frames,
         closing,
         seen,
+        gate: state.gate.clone(),
     }
     .into_stream(first.into_iter().flatten());
     Ok(Sse::new(stream))
@@ -191,6 +192,8 @@ struct Subscriber {
     closing: tokio::sync::watch::Receiver<bool>,
     /// The newest gate event this subscriber was sent.
     seen: u64,
+    /// Where it catches up from when it falls behind the ring.
+    gate: Gate,
 }
 
 impl Subscriber {
@@ -215,12 +218,24 @@ impl Subscriber {
             };
             let frame = match frame {
                 Ok(frame) => {
-                    self.seat.took_frame();
+                    self.seat.took_frame(0);
                     frame
                 }
-                Err(RecvError::Lagged(_)) => {
-                    self.seat.fell_behind();
-                    return None;
+                Err(RecvError::Lagged(skipped)) => {
+                    // Too slow for the ring: skip ahead, with the events it can still get from
+                    // the gate's log (and how many it missed).
+                    self.seat.took_frame(skipped);
+                    let after = self.gate.events_after(self.seen);
+                    if let Some(last) = after.events.last().map(|e| e.order) {
+                        self.seen = last;
+                        return Some(
+                            SseEvent::default()
+                                .event("events")
+                                .id(last.to_string())
+                                .data(events_json(after.missed, &after.events)),
+                        );
+                    }
+                    continue;
                 }
                 Err(RecvError::Closed) => return None,
             };
