@@ -106,20 +106,12 @@ fn a_bad_question_file_is_refused_with_its_line() {
 #[test]
 fn a_limit_k_answer_is_the_first_k_of_a_limit_20_answer() {
     use turnstile::corpus::{CorpusIndex, CorpusPool, read_corpus};
-    use turnstile::plugin::{Plugin, PluginConfig, PluginRuntime, PluginSource, RuntimeOptions};
+    use turnstile::plugin::{Plugin, PluginConfig, PluginSource};
 
     let questions = turnstile::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
     let index = CorpusIndex::open_or_build(&read_corpus(None).unwrap(), &cache_dir().join("index"))
         .unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        memory_limit: 64 * 1024 * 1024,
-        max_instances: 1,
-        cache_dir: None,
-        pooling: false,
-        call_deadline: None,
-        host_metrics: None,
-    })
-    .unwrap();
+    let runtime = turnstile::eval::runtime().unwrap();
     let shipped = [PluginSource::Embedded];
     for source in shipped {
         let pool = CorpusPool::new(&index, 4).unwrap();

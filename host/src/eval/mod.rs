@@ -173,6 +173,19 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// The runtime plugins are evaluated on: one instance at a time, the serving defaults (64 MiB,
+/// no call deadline), compiled here rather than from a cache.
+pub fn runtime() -> Result<PluginRuntime, crate::plugin::PluginError> {
+    PluginRuntime::new(RuntimeOptions {
+        memory_limit: 64 * 1024 * 1024,
+        max_instances: 1,
+        cache_dir: None,
+        pooling: false,
+        call_deadline: None,
+        host_metrics: None,
+    })
+}
+
 /// Evaluates the plugin (and the `--compare` one) over the question file.
 pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let questions = read_questions(&args.questions)?;
@@ -181,14 +194,7 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let cache = crate::cache::Cache::open(args.cache_dir.as_deref())?;
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        memory_limit: 64 * 1024 * 1024,
-        max_instances: 1,
-        cache_dir: None,
-        pooling: false,
-        call_deadline: None,
-        host_metrics: None,
-    })?;
+    let runtime = runtime()?;
     let mut plugins = vec![match &args.plugin {
         Some(path) => PluginSource::File(path.clone()),
         None => PluginSource::Embedded,
