@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark (none of them runs in CI): criterion micro-benchmarks, the FTS5 ceiling,
 # waiter memory, server memory with 10,000 waiting requests, hot-swap latency, the side-by-side comparison with the
-# Python reference service, and the 20-slot / 2 s / 60-user load demonstration.
+# Python reference service (one question, then the question mix), what the live view and the global
+# limit cost, and the 20-slot / 2 s / 60-user load demonstration.
 # Everything stays on 127.0.0.1. Results: see docs/BENCHMARKS.md for where each lands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,12 +13,17 @@ cargo bench -p turnstile-gate --bench gate
 cargo bench -p turnstile-gate --bench waiter_memory
 cargo bench -p turnstile --bench plugin
 cargo bench -p turnstile-corpus --bench fts5_ceiling
+cargo bench -p turnstile --bench metrics
+cargo bench -p turnstile-global --bench admissions   # needs redis-server (tests/setup.sh)
 
 python3 bench/waiting-memory.py --binary target/release/turnstile --waiters 10000
 bench/swap-latency.sh
 
 cp target/release/turnstile /tmp/turnstile-bench-bin
 bench/peer-compare.sh
+MIX=bench/mix.jsonl bench/peer-compare.sh   # needs wrk
+python3 bench/live-cost.py
+python3 bench/global-cost.py
 
 port=18181
 target/release/turnstile serve --listen 127.0.0.1:$port --plugin target/plugins/delay.wasm \
