@@ -292,6 +292,15 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
     .await;
     assert_eq!(dropped["live"]["subscribers"], 1, "{dropped}");
     assert!(served > 0);
+    let scrape = server.get("/metrics").await.text().await.unwrap();
+    assert!(
+        scrape.contains("turnstile_live_dropped_total 1\n"),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains("turnstile_live_subscribers 1\n"),
+        "{scrape}"
+    );
     // The reader that reads got every event up to then, in order, none missed.
     let last = dropped["events"].as_array().unwrap().last().unwrap()["order"]
         .as_u64()

@@ -152,7 +152,13 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         )],
         state
             .metrics
-            .render(&state.gate, &state.plugins, state.global.as_ref()),
+            .render(&state.gate, &state.plugins, state.global.as_ref(), {
+                let live = state.live.body();
+                crate::metrics::LiveCounts {
+                    subscribers: live.subscribers,
+                    dropped: live.dropped,
+                }
+            }),
     )
 }
 

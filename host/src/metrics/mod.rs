@@ -27,6 +27,15 @@ pub fn duration_buckets() -> Vec<f64> {
     (0..17).map(|i| 0.001 * f64::from(1u32 << i)).collect()
 }
 
+/// The live view's counts, as `/metrics` shows them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveCounts {
+    /// `/events` streams open now.
+    pub subscribers: usize,
+    /// Streams dropped because their reader stopped reading, over the server's life.
+    pub dropped: u64,
+}
+
 /// How often observations recorded into histograms are folded into their buckets (also at every
 /// scrape): until then they wait in a queue, so this bounds the queue to what this long records.
 pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -143,10 +152,20 @@ impl Metrics {
     }
 
     /// The text of every metric now, with the server's state read at this instant.
-    pub fn render(&self, gate: &Gate, plugins: &PluginSlot, global: Option<&GlobalGate>) -> String {
+    pub fn render(
+        &self,
+        gate: &Gate,
+        plugins: &PluginSlot,
+        global: Option<&GlobalGate>,
+        live: LiveCounts,
+    ) -> String {
         if let Some(global) = global {
             self.render_global(global);
         }
+        self.gauge("turnstile_live_subscribers", vec![])
+            .set(live.subscribers as f64);
+        self.counter("turnstile_live_dropped_total", vec![])
+            .absolute(live.dropped);
         let snapshot = gate.snapshot();
         self.gauge("turnstile_gate_active", vec![])
             .set(snapshot.active as f64);

@@ -122,6 +122,16 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
     ),
     ("process_open_fds", Kind::Gauge, "Open file descriptors"),
     (
+        "turnstile_live_subscribers",
+        Kind::Gauge,
+        "/events streams (the live page's) open now",
+    ),
+    (
+        "turnstile_live_dropped_total",
+        Kind::Counter,
+        "/events streams dropped because their reader stopped reading",
+    ),
+    (
         "turnstile_global_requests_total",
         Kind::Counter,
         "Requests that asked the global limit (Redis), by outcome: granted, queue_full, wait_timeout, unavailable (refused, fail closed), failed_open (admitted on the local gate alone)",
