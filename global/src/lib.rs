@@ -293,7 +293,6 @@ impl GlobalGate {
             let woken = inner.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let mut conn = started.conn.clone();
             let k = &inner.keys;
             let c = &inner.config;
             let mut invocation = inner.scripts.acquire.prepare_invoke();
@@ -306,10 +305,11 @@ impl GlobalGate {
                 .arg(c.max_active)
                 .arg(c.max_waiting)
                 .arg(c.lease_ttl.as_millis() as u64);
-            let call = invocation.invoke_async::<(i64, i64)>(&mut conn);
-            match tokio::time::timeout(CALL_TIMEOUT, call).await {
-                Ok(Ok((1, _))) => {
-                    inner.breaker.success();
+            match inner
+                .call::<(i64, i64)>(started, &invocation, "acquire")
+                .await
+            {
+                Some((1, _)) => {
                     queued.disarm();
                     lock(&inner.held).insert(id.clone());
                     inner.stats.granted.fetch_add(1, Ordering::Relaxed);
@@ -322,22 +322,15 @@ impl GlobalGate {
                         id,
                     }));
                 }
-                Ok(Ok((-1, _))) => {
-                    inner.breaker.success();
+                Some((-1, _)) => {
                     queued.disarm();
                     inner.stats.queue_full.fetch_add(1, Ordering::Relaxed);
                     return Err(GlobalRefusal::QueueFull);
                 }
-                Ok(Ok(_)) => inner.breaker.success(),
-                Ok(Err(error)) => {
+                Some(_) => {}
+                None => {
                     queued.leave();
-                    inner.redis_failed(&error.to_string());
-                    return inner.failed("Redis failed");
-                }
-                Err(_) => {
-                    queued.leave();
-                    inner.redis_failed("no answer within 200 ms");
-                    return inner.failed("Redis timed out");
+                    return inner.failed("Redis failed or timed out");
                 }
             }
             tokio::select! {
@@ -445,7 +438,6 @@ impl Inner {
             return;
         };
         let inner = Arc::clone(self);
-        let mut conn = started.conn.clone();
         started.runtime.spawn(async move {
             let k = &inner.keys;
             let mut invocation = inner.scripts.release.prepare_invoke();
@@ -455,14 +447,36 @@ impl Inner {
                 .key(&k.queue_exp)
                 .arg(&id)
                 .arg(&k.channel);
-            let call = invocation.invoke_async::<i64>(&mut conn);
-            match tokio::time::timeout(CALL_TIMEOUT, call).await {
-                Ok(Ok(_)) => inner.breaker.success(),
-                // Not renewed any more: it expires within the lease TTL.
-                Ok(Err(error)) => inner.redis_failed(&error.to_string()),
-                Err(_) => inner.redis_failed("release: no answer within 200 ms"),
+            // A failed release is not retried: no longer renewed, it expires within the TTL.
+            if let Some(started) = inner.started.get() {
+                let _ = inner.call::<i64>(started, &invocation, "release").await;
             }
         });
+    }
+
+    /// Runs one script within [`CALL_TIMEOUT`], feeding the circuit breaker; a failure is
+    /// recorded (and counted) and gives `None`.
+    async fn call<T: redis::FromRedisValue>(
+        &self,
+        started: &Started,
+        invocation: &redis::ScriptInvocation<'_>,
+        what: &str,
+    ) -> Option<T> {
+        let mut conn = started.conn.clone();
+        match tokio::time::timeout(CALL_TIMEOUT, invocation.invoke_async::<T>(&mut conn)).await {
+            Ok(Ok(value)) => {
+                self.breaker.success();
+                Some(value)
+            }
+            Ok(Err(error)) => {
+                self.redis_failed(&format!("{what}: {error}"));
+                None
+            }
+            Err(_) => {
+                self.redis_failed(&format!("{what}: no answer within 200 ms"));
+                None
+            }
+        }
     }
 }
 
@@ -536,7 +550,6 @@ async fn heartbeat(inner: Arc<Inner>) {
         let Some(started) = inner.started.get() else {
             continue;
         };
-        let mut conn = started.conn.clone();
         let mut invocation = inner.scripts.heartbeat.prepare_invoke();
         invocation
             .key(&inner.keys.holders)
@@ -546,24 +559,21 @@ async fn heartbeat(inner: Arc<Inner>) {
         for id in held.iter().chain(&waiting) {
             invocation.arg(id);
         }
-        let call = invocation.invoke_async::<(u64, u64)>(&mut conn);
-        match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok((renewed, reasserted))) => {
-                inner.breaker.success();
-                inner.stats.renewals.fetch_add(renewed, Ordering::Relaxed);
-                if reasserted > 0 {
-                    inner
-                        .stats
-                        .reasserted
-                        .fetch_add(reasserted, Ordering::Relaxed);
-                    tracing::warn!(
-                        reasserted,
-                        "global gate: leases had expired while their calls ran; asserted again"
-                    );
-                }
+        if let Some((renewed, reasserted)) = inner
+            .call::<(u64, u64)>(started, &invocation, "heartbeat")
+            .await
+        {
+            inner.stats.renewals.fetch_add(renewed, Ordering::Relaxed);
+            if reasserted > 0 {
+                inner
+                    .stats
+                    .reasserted
+                    .fetch_add(reasserted, Ordering::Relaxed);
+                tracing::warn!(
+                    reasserted,
+                    "global gate: leases had expired while their calls ran; asserted again"
+                );
             }
-            Ok(Err(error)) => inner.redis_failed(&error.to_string()),
-            Err(_) => inner.redis_failed("heartbeat: no answer within 200 ms"),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! the hub only notes the newest event's order once per interval.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -131,9 +131,9 @@ pub struct Hub {
     sent: AtomicU64,
     /// The hub's clock for stream progress.
     started: std::time::Instant,
-    /// Every open stream's progress, for the hub to drop the ones that stopped reading.
+    /// Every open stream's progress, for the hub to drop the ones that stopped reading; its
+    /// length is the number of streams open (capped by `max_subscribers`).
     seats: std::sync::Mutex<Vec<Arc<SeatState>>>,
-    subscribers: AtomicUsize,
     dropped: AtomicU64,
     closing: watch::Sender<bool>,
 }
@@ -182,8 +182,6 @@ impl Drop for Seat {
     fn drop(&mut self) {
         let mut seats = self.hub.seats.lock().unwrap_or_else(|p| p.into_inner());
         seats.retain(|s| !Arc::ptr_eq(s, &self.state));
-        drop(seats);
-        self.hub.subscribers.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -218,7 +216,6 @@ impl Hub {
             sent: AtomicU64::new(0),
             seats: std::sync::Mutex::new(Vec::new()),
             started: std::time::Instant::now(),
-            subscribers: AtomicUsize::new(0),
             dropped: AtomicU64::new(0),
             closing: watch::Sender::new(false),
         }
@@ -235,12 +232,10 @@ impl Hub {
         self: &Arc<Self>,
         socket: Option<ConnectionSocket>,
     ) -> Option<(Seat, broadcast::Receiver<Arc<Frame>>, watch::Receiver<bool>)> {
-        self.subscribers
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.config.max_subscribers).then_some(n + 1)
-            })
-            .ok()?;
         let mut seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        if seats.len() >= self.config.max_subscribers {
+            return None;
+        }
         // Under the seats' lock, so that `sent` and the receiver's first frame agree (the hub
         // takes the same lock to send). Subscribe before the caller reads its backlog from the
         // gate: no event falls between.
@@ -293,7 +288,7 @@ impl Hub {
     /// Counts for `/state`.
     pub fn body(&self) -> LiveBody {
         LiveBody {
-            subscribers: self.subscribers.load(Ordering::Acquire),
+            subscribers: self.seats.lock().unwrap_or_else(|p| p.into_inner()).len(),
             max_subscribers: self.config.max_subscribers,
             dropped: self.dropped.load(Ordering::Relaxed),
         }

@@ -169,13 +169,17 @@ fn backlog(gate: &Gate, resume: Option<u64>) -> Backlog {
         .map_or(resume.filter(|id| *id <= newest).unwrap_or(newest), |e| {
             e.order
         });
-    let events = (!after.events.is_empty() || after.missed > 0).then(|| {
-        SseEvent::default()
-            .event("events")
-            .id(last_event.to_string())
-            .data(events_json(after.missed, &after.events))
-    });
+    let events = (!after.events.is_empty() || after.missed > 0)
+        .then(|| events_message(last_event, events_json(after.missed, &after.events)));
     Backlog { events, last_event }
+}
+
+/// An `events` message whose newest event is `last`.
+fn events_message(last: u64, data: String) -> SseEvent {
+    SseEvent::default()
+        .event("events")
+        .id(last.to_string())
+        .data(data)
 }
 
 fn snapshot_event(snapshot: &LiveSnapshot) -> SseEvent {
@@ -228,12 +232,10 @@ impl Subscriber {
                     let after = self.gate.events_after(self.seen);
                     if let Some(last) = after.events.last().map(|e| e.order) {
                         self.seen = last;
-                        return Some(
-                            SseEvent::default()
-                                .event("events")
-                                .id(last.to_string())
-                                .data(events_json(after.missed, &after.events)),
-                        );
+                        return Some(events_message(
+                            last,
+                            events_json(after.missed, &after.events),
+                        ));
                     }
                     continue;
                 }
@@ -272,12 +274,7 @@ impl Subscriber {
                     }
                 };
                 self.seen = *last;
-                Some(
-                    SseEvent::default()
-                        .event("events")
-                        .id(last.to_string())
-                        .data(data),
-                )
+                Some(events_message(*last, data))
             }
             Frame::Snapshot { last, json } => Some(
                 SseEvent::default()
