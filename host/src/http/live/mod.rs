@@ -154,21 +154,17 @@ struct Backlog {
 
 fn backlog(gate: &Gate, resume: Option<u64>) -> Backlog {
     let newest = gate.last_event_order();
-    // An id above the newest comes from an earlier run of the server: start afresh.
-    let after = match resume {
-        Some(id) if id <= newest => gate.events_after(id),
-        _ => {
-            let mut all = gate.events_after(newest.saturating_sub(MAX_EVENTS as u64));
-            all.missed = 0;
-            all
-        }
+    // No id, or one above the newest (from an earlier run of the server): start afresh, with
+    // the last events the page shows.
+    let (start, fresh) = match resume {
+        Some(id) if id <= newest => (id, false),
+        _ => (newest.saturating_sub(MAX_EVENTS as u64), true),
     };
-    let last_event = after
-        .events
-        .last()
-        .map_or(resume.filter(|id| *id <= newest).unwrap_or(newest), |e| {
-            e.order
-        });
+    let mut after = gate.events_after(start);
+    if fresh {
+        after.missed = 0;
+    }
+    let last_event = after.events.last().map_or(start, |e| e.order);
     let events = (!after.events.is_empty() || after.missed > 0)
         .then(|| events_message(last_event, events_json(after.missed, &after.events)));
     Backlog { events, last_event }
