@@ -8,7 +8,7 @@
 pub mod score;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -242,11 +242,8 @@ fn evaluate_plugin(
         });
     }
     let scores: Vec<Scores> = answers.iter().map(|a| a.scores).collect();
-    let mut times: Vec<Duration> = answers
-        .iter()
-        .map(|a| Duration::from_secs_f64(a.ms / 1e3))
-        .collect();
-    times.sort();
+    let mut times: Vec<f64> = answers.iter().map(|a| a.ms).collect();
+    times.sort_by(f64::total_cmp);
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
     PluginReport {
         plugin: match source {
@@ -256,8 +253,8 @@ fn evaluate_plugin(
         sha256: plugin.sha256().to_owned(),
         metrics: Means::of(&scores),
         latency_ms: Latency {
-            p50: at(0.5).as_secs_f64() * 1e3,
-            p99: at(0.99).as_secs_f64() * 1e3,
+            p50: at(0.5),
+            p99: at(0.99),
             mean: answers.iter().map(|a| a.ms).sum::<f64>() / answers.len() as f64,
         },
         errors: answers.iter().filter(|a| a.error.is_some()).count(),
