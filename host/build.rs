@@ -1,5 +1,5 @@
-//! Builds the default retrieval plugin (`plugins/retrieval`) into `OUT_DIR`, to be embedded in
-//! the server (test fixtures are built by `fixtures/artifacts` for tests only, and
+//! Builds the shipped retrieval plugins — the default, hybrid one (`plugins/retrieval-hybrid`)
+//! and the lexical one (`plugins/retrieval`) — into `OUT_DIR`, to be embedded in the server (test fixtures are built by `fixtures/artifacts` for tests only, and
 //! `cargo xtask plugins` builds every component for operators), and names this build for the
 //! `turnstile_build_info` metric: the git commit and the wasmtime version in `Cargo.lock`.
 
@@ -11,11 +11,18 @@ fn main() {
         .parent()
         .expect("host/ lives inside the workspace");
     let out_dir = PathBuf::from(env("OUT_DIR"));
-    turnstile_guest_build::rerun_if_changed(workspace, &[workspace.join("plugins/retrieval")]);
+    turnstile_guest_build::rerun_if_changed(
+        workspace,
+        &[
+            workspace.join("plugins/retrieval"),
+            workspace.join("plugins/retrieval-hybrid"),
+            workspace.join("plugins/query"),
+        ],
+    );
     let built = turnstile_guest_build::build(
         Path::new(&env("CARGO")),
         workspace,
-        &["retrieval"],
+        &["retrieval-hybrid", "retrieval"],
         &out_dir.join("guest-target"),
     )
     .unwrap_or_else(|e| panic!("{e}"));

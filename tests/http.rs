@@ -22,7 +22,7 @@ async fn answers_with_relevant_sources() {
         let (status, body) = server.retrieve(json!({"question": question})).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["status"], "completed");
-        assert_eq!(body["plugin"]["name"], "retrieval");
+        assert_eq!(body["plugin"]["name"], "retrieval-hybrid");
         let ids = ids(&body);
         assert!(ids.len() <= 5);
         assert!(
@@ -304,6 +304,6 @@ async fn health_and_readiness() {
     let ready: serde_json::Value = server.get_json("/readyz").await;
     assert_eq!(ready["status"], "ready");
     assert!(ready["corpus"]["documents"].as_u64().unwrap() > 1000);
-    assert_eq!(ready["plugin"]["name"], "retrieval");
+    assert_eq!(ready["plugin"]["name"], "retrieval-hybrid");
     server.stop().await;
 }

@@ -78,7 +78,7 @@ async fn a_swap_under_load_loses_and_fails_no_request() {
         assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
         all.extend(seen);
     }
-    assert!(all.iter().any(|(g, n)| *g == 1 && n == "retrieval"));
+    assert!(all.iter().any(|(g, n)| *g == 1 && n == "retrieval-hybrid"));
     assert!(all.iter().any(|(g, n)| *g == 2 && n == "delay"));
     // No response names a generation that did not exist.
     assert!(all.iter().all(|(g, _)| *g == 1 || *g == 2));
@@ -111,7 +111,7 @@ async fn a_failed_candidate_leaves_the_old_plugin_serving() {
         let (status, served) = server.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200);
         assert_eq!(served["plugin"]["generation"], 1);
-        assert_eq!(served["plugin"]["name"], "retrieval");
+        assert_eq!(served["plugin"]["name"], "retrieval-hybrid");
     }
     for (body, code) in [
         (

@@ -74,7 +74,7 @@ const QUESTIONS: [&str; 10] = [
 ];
 
 // The default plugin's own stop-word list, so the expressions here are exactly the plugin's.
-include!("../../plugins/retrieval/src/stop_words.rs");
+include!("../../plugins/query/src/stop_words.rs");
 
 /// The expression the default plugin builds: lowercased terms, stop words dropped, deduplicated,
 /// each quoted, joined with ` OR `.

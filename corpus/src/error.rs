@@ -35,6 +35,9 @@ pub enum CorpusError {
         /// Why.
         source: std::io::Error,
     },
+    /// The embedding model does not load (a broken build: it ships inside the binary).
+    #[error("embedding model: {0}")]
+    Embedding(String),
     /// The FTS5 MATCH expression does not parse.
     #[error("bad FTS5 expression: {0}")]
     BadExpression(String),

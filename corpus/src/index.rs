@@ -3,12 +3,15 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, params};
 use sha2::{Digest, Sha256};
 
-use super::CorpusError;
+use turnstile_embed::Embedder;
+
 use super::document::{CorpusBytes, load_documents};
+use super::{CorpusError, vectors};
 
 /// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
 /// 2: the `ids` table (lookups by id use an index) and the content checksum.
-const SCHEMA_VERSION: &str = "2";
+/// 3: the `vectors` table (document embeddings) and the embedding model's fingerprint.
+const SCHEMA_VERSION: &str = "3";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -43,13 +46,14 @@ impl CorpusIndex {
     ///
     /// This runs once at startup, outside any request path.
     pub fn open_or_build(corpus: &CorpusBytes, cache_dir: &Path) -> Result<Self, CorpusError> {
+        let model = vectors::model()?;
         let sha256 = hex::encode(Sha256::digest(&corpus.jsonl));
         std::fs::create_dir_all(cache_dir).map_err(|source| CorpusError::IndexIo {
             path: cache_dir.to_owned(),
             source,
         })?;
         let path = cache_dir.join(format!("corpus-{}-v{SCHEMA_VERSION}.sqlite", &sha256[..16]));
-        if let Some(documents) = Self::matching_cache(&path, &sha256) {
+        if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
             return Ok(Self {
                 path,
                 sha256,
@@ -69,7 +73,7 @@ impl CorpusIndex {
                 path: cache_dir.to_owned(),
                 source,
             })?;
-        build(tmp.path(), &docs, &sha256).map_err(|source| CorpusError::Index {
+        build(tmp.path(), &docs, &sha256, model).map_err(|source| CorpusError::Index {
             path: tmp.path().to_owned(),
             source,
         })?;
@@ -97,7 +101,7 @@ impl CorpusIndex {
     /// recorded corpus checksum and schema match, the checksum of its content (recomputed now)
     /// is the one recorded when it was built, and FTS5's own integrity check passes. A torn or
     /// corrupted file is never reused: it is rebuilt.
-    fn matching_cache(path: &Path, sha256: &str) -> Option<u64> {
+    fn matching_cache(path: &Path, sha256: &str, model: &str) -> Option<u64> {
         if !path.exists() {
             return None;
         }
@@ -106,12 +110,21 @@ impl CorpusIndex {
             conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .ok()
         };
-        if meta("sha256")? != sha256 || meta("schema")? != SCHEMA_VERSION {
+        if meta("sha256")? != sha256
+            || meta("schema")? != SCHEMA_VERSION
+            || meta("embedding_model")? != model
+        {
             return None;
         }
         let recorded: u64 = meta("documents")?.parse().ok()?;
         let (counted, content) = content_checksum(&conn).ok()?;
-        if counted != recorded || meta("content_sha256")? != content {
+        let embedded: i64 = conn
+            .query_row("SELECT count(*) FROM vectors", [], |r| r.get(0))
+            .ok()?;
+        if counted != recorded
+            || embedded.unsigned_abs() != recorded
+            || meta("content_sha256")? != content
+        {
             tracing::warn!(path = %path.display(), "corpus index does not match its recorded content; rebuilding");
             return None;
         }
@@ -140,7 +153,12 @@ fn content_checksum(conn: &Connection) -> rusqlite::Result<(u64, String)> {
     Ok((count, hex::encode(hasher.finalize())))
 }
 
-fn build(path: &Path, docs: &[super::Document], sha256: &str) -> rusqlite::Result<()> {
+fn build(
+    path: &Path,
+    docs: &[super::Document],
+    sha256: &str,
+    model: &Embedder,
+) -> rusqlite::Result<()> {
     let mut conn = Connection::open(path)?;
     conn.execute_batch(
         "PRAGMA journal_mode = OFF;
@@ -157,16 +175,21 @@ fn build(path: &Path, docs: &[super::Document], sha256: &str) -> rusqlite::Resul
         let mut insert =
             tx.prepare("INSERT INTO docs (id, kind, title, text) VALUES (?1, ?2, ?3, ?4)")?;
         let mut insert_id = tx.prepare("INSERT INTO ids (id, doc) VALUES (?1, ?2)")?;
+        let mut rowids = Vec::with_capacity(docs.len());
         for d in docs {
             insert.execute(params![d.id, d.kind, d.title, d.text])?;
-            insert_id.execute(params![d.id, tx.last_insert_rowid()])?;
+            let rowid = tx.last_insert_rowid();
+            insert_id.execute(params![d.id, rowid])?;
+            rowids.push((rowid, d));
         }
+        vectors::build(&tx, model, &rowids)?;
         let (_, content) = content_checksum(&tx)?;
         let mut meta = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
         meta.execute(params!["sha256", sha256])?;
         meta.execute(params!["schema", SCHEMA_VERSION])?;
         meta.execute(params!["documents", docs.len().to_string()])?;
         meta.execute(params!["content_sha256", content])?;
+        meta.execute(params!["embedding_model", model.fingerprint()])?;
     }
     tx.commit()?;
     conn.execute_batch("INSERT INTO docs(docs) VALUES ('optimize'); VACUUM;")?;

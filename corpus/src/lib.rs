@@ -6,12 +6,13 @@ mod error;
 mod index;
 mod pool;
 mod session;
+mod vectors;
 
 pub use document::{CorpusBytes, Document, EMBEDDED_CORPUS_NAME, load_documents, read_corpus};
 pub use error::CorpusError;
 pub use index::{CorpusIndex, IndexOrigin};
 pub use pool::CorpusPool;
-pub use session::{Candidate, CorpusSession, Ranked, SessionLimits, sql};
+pub use session::{Candidate, CorpusSession, Neighbour, Ranked, SessionLimits, sql};
 
 /// For tests (this crate's, and with the `testing` feature, other crates'): a pool over a small
 /// corpus built in its own temporary directory (tests run in parallel threads of one process:

@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, OpenFlags};
 
+use turnstile_embed::{Embedder, TokenWeights};
+
+use super::vectors::{self, DocVectors};
 use super::{CorpusError, CorpusIndex, CorpusSession, SessionLimits};
 
 /// Read-only SQLite connections to one corpus index, handed out as [`CorpusSession`]s.
@@ -25,15 +28,22 @@ pub(super) struct PoolInner {
     live: AtomicUsize,
     opened_total: AtomicU64,
     documents: u64,
+    model: &'static Embedder,
+    weights: TokenWeights,
+    pub(super) vectors: DocVectors,
 }
 
 impl CorpusPool {
     /// A pool over `index`; opens one connection now so a broken index fails at startup.
     pub fn new(index: &CorpusIndex, max_idle: usize) -> Result<Self, CorpusError> {
-        let first = Reader::open(&index.path).map_err(|source| CorpusError::Index {
+        let index_error = |source| CorpusError::Index {
             path: index.path.clone(),
             source,
-        })?;
+        };
+        let first = Reader::open(&index.path).map_err(index_error)?;
+        let model = vectors::model()?;
+        let vectors = DocVectors::load(&first.conn, model.dims()).map_err(index_error)?;
+        let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
         Ok(Self {
             inner: Arc::new(PoolInner {
                 path: index.path.clone(),
@@ -42,6 +52,9 @@ impl CorpusPool {
                 live: AtomicUsize::new(0),
                 opened_total: AtomicU64::new(0),
                 documents: index.documents,
+                model,
+                weights,
+                vectors,
             }),
         })
     }
@@ -106,6 +119,22 @@ impl CorpusPool {
     /// Documents in the corpus.
     pub fn documents(&self) -> u64 {
         self.inner.documents
+    }
+
+    /// The embedding of `text` by the model and token weights the corpus's document vectors were
+    /// computed with (see [`turnstile_embed::Embedder::embed`]).
+    pub fn embed(&self, text: &str) -> Vec<f32> {
+        self.inner.model.embed(text, &self.inner.weights)
+    }
+
+    /// Dimensions of the corpus's vectors (and of [`Self::embed`]'s).
+    pub fn dims(&self) -> usize {
+        self.inner.vectors.dims()
+    }
+
+    /// The embedding model's name.
+    pub fn model_name(&self) -> &'static str {
+        self.inner.model.name()
     }
 }
 

@@ -58,6 +58,20 @@ pub struct Ranked {
     pub rank: f64,
 }
 
+/// One document near a vector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Neighbour {
+    /// The document's handle (its rowid in the index), for [`CorpusSession::snippet`].
+    pub doc: u64,
+    /// Document id.
+    pub id: String,
+    /// Document title (at most [`SessionLimits::MAX_TITLE_BYTES`]).
+    pub title: String,
+    /// Cosine similarity of the document's vector and the query vector, in -1..=1: higher is
+    /// nearer.
+    pub similarity: f64,
+}
+
 /// A worker's own read-only handle to the corpus. Dropping it closes it (the connection goes
 /// back to the pool); it can never outlive the plugin call that opened it, because the call's
 /// store owns it.
@@ -83,6 +97,9 @@ const SEARCH_SQL: &str = "SELECT id, title, snippet(docs, 3, '[', ']', '…', 24
 /// for this corpus), so a wide candidate pool is much cheaper without them.
 pub const RANK_SQL: &str = "SELECT rowid, id, title, bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
      FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
+
+/// A document's id and title by handle.
+const TITLE_SQL: &str = "SELECT id, title FROM docs WHERE rowid = ?1";
 
 /// The snippet of one document for an expression (FTS5 seeks to the rowid within the match).
 pub const SNIPPET_SQL: &str = "SELECT snippet(docs, 3, '[', ']', '…', 24) \
@@ -126,6 +143,41 @@ impl CorpusSession {
                 })
             })?;
             rows.collect()
+        })
+    }
+
+    /// The `limit` documents (clamped to 1..=50) whose vectors are most similar to `vector`,
+    /// best first (ties by handle). `vector` must have the corpus's dimensions and finite values;
+    /// the zero vector is near nothing.
+    pub fn nearest(&self, vector: &[f32], limit: u32) -> Result<Vec<Neighbour>, CorpusError> {
+        let dims = self.pool.vectors.dims();
+        if vector.len() != dims {
+            return Err(CorpusError::InvalidArgument(format!(
+                "the vector has {} dimensions; this corpus's have {dims}",
+                vector.len()
+            )));
+        }
+        if vector.iter().any(|x| !x.is_finite()) {
+            return Err(CorpusError::InvalidArgument(
+                "the vector has a value that is not finite".into(),
+            ));
+        }
+        let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES) as usize;
+        let near = self.pool.vectors.nearest(vector, limit);
+        self.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(TITLE_SQL)?;
+            near.into_iter()
+                .map(|(doc, similarity)| {
+                    let (id, title): (String, String) =
+                        stmt.query_row([doc.cast_signed()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                    Ok(Neighbour {
+                        doc,
+                        id,
+                        title: truncate(title, SessionLimits::MAX_TITLE_BYTES),
+                        similarity: f64::from(similarity),
+                    })
+                })
+                .collect()
         })
     }
 

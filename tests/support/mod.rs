@@ -252,6 +252,13 @@ pub fn retrieval_plugin(dir: &Path) -> PathBuf {
     path
 }
 
+/// The lexical (bm25-only, contract 0.1.1) plugin written to `dir/lexical.wasm`.
+pub fn lexical_plugin(dir: &Path) -> PathBuf {
+    let path = dir.join("lexical.wasm");
+    std::fs::write(&path, turnstile::plugin::embedded_lexical()).unwrap();
+    path
+}
+
 /// sha256 (hex) of a file.
 pub fn sha256_of(path: impl AsRef<Path>) -> String {
     use sha2::Digest;

@@ -247,7 +247,7 @@ fn evaluate_plugin(
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
     PluginReport {
         plugin: match source {
-            PluginSource::Embedded => "retrieval (embedded)".to_owned(),
+            PluginSource::Embedded => "retrieval-hybrid (embedded)".to_owned(),
             PluginSource::File(path) => path.display().to_string(),
         },
         sha256: plugin.sha256().to_owned(),

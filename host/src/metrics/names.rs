@@ -191,6 +191,10 @@ pub enum HostCallKind {
     Get = 4,
     /// `session.count`.
     Count = 5,
+    /// `session.nearest`.
+    Nearest = 6,
+    /// `embeddings.embed`.
+    Embed = 7,
 }
 
 /// How a corpus host call ended.
@@ -211,13 +215,15 @@ pub(super) const CALL_OUTCOMES: [CallOutcome; 4] = [
     CallOutcome::Contract,
 ];
 
-pub(super) const HOST_CALL_KINDS: [HostCallKind; 6] = [
+pub(super) const HOST_CALL_KINDS: [HostCallKind; 8] = [
     HostCallKind::Open,
     HostCallKind::Search,
     HostCallKind::Rank,
     HostCallKind::Snippet,
     HostCallKind::Get,
     HostCallKind::Count,
+    HostCallKind::Nearest,
+    HostCallKind::Embed,
 ];
 
 pub(super) const HOST_CALL_OUTCOMES: [HostCallOutcome; 3] = [
@@ -248,6 +254,8 @@ impl HostCallKind {
             Self::Snippet => "snippet",
             Self::Get => "get",
             Self::Count => "count",
+            Self::Nearest => "nearest",
+            Self::Embed => "embed",
         }
     }
 }

@@ -16,13 +16,23 @@ use super::{ContractViolation, Incompatibility, PluginError, PluginRuntime};
 use crate::corpus::{CorpusPool, SessionLimits};
 use crate::metrics::HostCallMetrics;
 
-/// The default retrieval plugin, built from `plugins/retrieval` by this crate's build script and
-/// embedded in the binary.
-static EMBEDDED_RETRIEVAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/retrieval.wasm"));
+/// The default retrieval plugin, built from `plugins/retrieval-hybrid` by this crate's build
+/// script and embedded in the binary.
+static EMBEDDED_RETRIEVAL: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/retrieval-hybrid.wasm"));
+/// The lexical (bm25-only) plugin, built from `plugins/retrieval`: what the default was before
+/// contract 0.1.2, kept in the binary so the eval and the tests can always compare the two
+/// (operators get it as `target/plugins/retrieval.wasm` from `cargo xtask plugins`).
+static EMBEDDED_LEXICAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/retrieval.wasm"));
 
 /// The component bytes of the embedded default plugin (what `PluginSource::Embedded` serves).
 pub fn embedded_retrieval() -> &'static [u8] {
     EMBEDDED_RETRIEVAL
+}
+
+/// The component bytes of the embedded lexical plugin.
+pub fn embedded_lexical() -> &'static [u8] {
+    EMBEDDED_LEXICAL
 }
 
 /// Conformance calls abandoned past their deadline (blocked in a host call) that may still be
@@ -69,10 +79,10 @@ pub enum PluginSource {
 }
 
 impl PluginSource {
-    /// The plugin's name: its file stem, or `retrieval` for the embedded one.
+    /// The plugin's name: its file stem, or `retrieval-hybrid` for the embedded one.
     pub fn name(&self) -> String {
         match self {
-            Self::Embedded => "retrieval".to_owned(),
+            Self::Embedded => "retrieval-hybrid".to_owned(),
             Self::File(path) => path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())

@@ -11,7 +11,7 @@ use super::{Incompatibility, PluginError};
 /// The contract's WIT package.
 pub const CONTRACT_PACKAGE: &str = "turnstile:retrieval";
 /// Versions of the contract this host serves.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.1.1"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.1.1", "0.1.2"];
 
 /// Interfaces (without version) a plugin may import besides the contract's own.
 const ALLOWED_WASI: &[&str] = &[
@@ -36,7 +36,7 @@ const ALLOWED_WASI: &[&str] = &[
 ];
 
 /// The contract's interfaces.
-const CONTRACT_INTERFACES: &[&str] = &["corpus", "config", "log"];
+const CONTRACT_INTERFACES: &[&str] = &["corpus", "embeddings", "config", "log"];
 
 /// Every import of `component`, e.g. `wasi:io/streams@0.2.6`.
 pub fn imports(component: &Component, engine: &Engine) -> Vec<String> {
@@ -90,8 +90,12 @@ mod tests {
     #[test]
     fn shipped_components_fit_the_contract() {
         let engine = Engine::default();
-        let embedded = Component::new(&engine, crate::plugin::embedded_retrieval()).unwrap();
-        check("retrieval", &embedded, &engine).unwrap();
+        for (name, bytes) in [
+            ("retrieval-hybrid", crate::plugin::embedded_retrieval()),
+            ("retrieval", crate::plugin::embedded_lexical()),
+        ] {
+            check(name, &Component::new(&engine, bytes).unwrap(), &engine).unwrap();
+        }
         for path in [
             turnstile_fixtures::DELAY,
             turnstile_fixtures::FAULT,
@@ -103,10 +107,11 @@ mod tests {
         }
     }
 
-    /// The default plugin uses the 0.1.1 additions; the `delay` fixture is built against 0.1.0
-    /// on purpose, and fits the contract all the same (its imports resolve to 0.1.1 by semver).
+    /// The default plugin uses the 0.1.2 additions, the lexical plugin is built against 0.1.1 and
+    /// the `delay` fixture against 0.1.0, on purpose: each fits the contract (their imports
+    /// resolve to 0.1.2 by semver), so every supported version stays tested.
     #[test]
-    fn both_supported_contract_versions_are_shipped() {
+    fn every_supported_contract_version_is_shipped() {
         let engine = Engine::default();
         let corpus_import = |component: Component| {
             imports(&component, &engine)
@@ -116,6 +121,10 @@ mod tests {
         };
         assert_eq!(
             corpus_import(Component::new(&engine, crate::plugin::embedded_retrieval()).unwrap()),
+            "turnstile:retrieval/corpus@0.1.2"
+        );
+        assert_eq!(
+            corpus_import(Component::new(&engine, crate::plugin::embedded_lexical()).unwrap()),
             "turnstile:retrieval/corpus@0.1.1"
         );
         assert_eq!(

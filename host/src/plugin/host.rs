@@ -9,7 +9,7 @@ use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginConfig;
-use super::bindings::turnstile::retrieval::{config, corpus, log};
+use super::bindings::turnstile::retrieval::{config, corpus, embeddings, log};
 use super::output::{CapturedOutput, LogBudget, MAX_LOG_MESSAGE, sanitize};
 use crate::corpus::{CorpusError, CorpusPool, CorpusSession};
 use crate::metrics::{HostCallKind, HostCallMetrics, HostCallOutcome};
@@ -27,6 +27,11 @@ pub const MAX_TABLES: usize = 4;
 pub const MAX_TABLE_ELEMENTS: usize = 20_000;
 /// Linear memories one plugin instance may create (a Rust component has one).
 pub const MAX_MEMORIES: usize = 2;
+/// Most texts one `embeddings.embed` call takes.
+pub const MAX_EMBED_TEXTS: usize = 16;
+/// Longest text `embeddings.embed` takes, in bytes.
+pub const MAX_EMBED_TEXT_BYTES: usize = 4096;
+
 /// Entries of one call's resource table (sessions, WASI streams and pollables).
 pub const MAX_RESOURCES: usize = 1024;
 
@@ -282,6 +287,28 @@ impl corpus::HostSession for HostState {
         Ok(self.finish(HostCallKind::Snippet, started, found))
     }
 
+    fn nearest(
+        &mut self,
+        session: Resource<CorpusSession>,
+        vector: Vec<f32>,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<corpus::Neighbour>, corpus::CorpusError>> {
+        let started = Instant::now();
+        let found = self.table.get(&session)?.nearest(&vector, limit);
+        Ok(self
+            .finish(HostCallKind::Nearest, started, found)
+            .map(|near| {
+                near.into_iter()
+                    .map(|n| corpus::Neighbour {
+                        id: n.id,
+                        title: n.title,
+                        similarity: n.similarity,
+                        doc: n.doc,
+                    })
+                    .collect()
+            }))
+    }
+
     fn get(
         &mut self,
         session: Resource<CorpusSession>,
@@ -313,6 +340,49 @@ impl corpus::HostSession for HostState {
         self.table.delete(session)?;
         self.open_sessions -= 1;
         Ok(())
+    }
+}
+
+impl embeddings::Host for HostState {
+    fn dimensions(&mut self) -> wasmtime::Result<u32> {
+        Ok(u32::try_from(self.corpus.dims()).unwrap_or(u32::MAX))
+    }
+
+    fn embed(
+        &mut self,
+        texts: Vec<String>,
+    ) -> wasmtime::Result<Result<Vec<Vec<f32>>, embeddings::EmbedError>> {
+        let started = Instant::now();
+        let refused = if texts.len() > MAX_EMBED_TEXTS {
+            Some(format!(
+                "{} texts; at most {MAX_EMBED_TEXTS} per call",
+                texts.len()
+            ))
+        } else {
+            texts
+                .iter()
+                .position(|t| t.len() > MAX_EMBED_TEXT_BYTES)
+                .map(|i| {
+                    format!(
+                        "text {i} has {} bytes; at most {MAX_EMBED_TEXT_BYTES}",
+                        texts[i].len()
+                    )
+                })
+        };
+        let (result, outcome) = match refused {
+            Some(reason) => (
+                Err(embeddings::EmbedError::InvalidArgument(reason)),
+                HostCallOutcome::Error,
+            ),
+            None => (
+                Ok(texts.iter().map(|t| self.corpus.embed(t)).collect()),
+                HostCallOutcome::Ok,
+            ),
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.observe(HostCallKind::Embed, outcome, started.elapsed());
+        }
+        Ok(result)
     }
 }
 

@@ -15,8 +15,8 @@ mod slot;
 
 pub use bindings::{RetrieveError, Source};
 pub use component::{
-    CallStats, MAX_ABANDONED_CALLS, MAX_PLUGIN_BYTES, Plugin, PluginSource, embedded_retrieval,
-    sha256_hex,
+    CallStats, MAX_ABANDONED_CALLS, MAX_PLUGIN_BYTES, Plugin, PluginSource, embedded_lexical,
+    embedded_retrieval, sha256_hex,
 };
 pub use config::{
     BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
@@ -24,7 +24,8 @@ pub use config::{
 };
 pub use error::{ContractViolation, Incompatibility, PluginError};
 pub use host::{
-    MAX_INSTANCES, MAX_MEMORIES, MAX_OPEN_SESSIONS, MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES,
+    MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS, MAX_INSTANCES, MAX_MEMORIES, MAX_OPEN_SESSIONS,
+    MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES,
 };
 pub use output::{
     MAX_CAPTURED_OUTPUT, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOG_MESSAGE, MAX_LOGGED_TEXT, sanitize,
