@@ -21,6 +21,7 @@
 #   PEERS_STATE (~/.cache/turnstile-peers), CONC (16), SECS (20), RUNS (3), WARM_SECS (3),
 #   TS_PORT (18080), LAB_PORT (18000), TS4_PORT (18081), OUT (/tmp/peer-compare-<UTC>),
 #   CORPUS (<repo>/corpus/python-summaries.jsonl; used by BOTH servers), WITH_MAX_ACTIVE_4 (1; 0 skips step 5),
+#   TS_PLUGIN (unset: turnstile's embedded default plugin; a .wasm path, e.g. target/plugins/retrieval.wasm),
 #   BODY ({"question": "How do I parse command line arguments?", "limit": 5}),
 #   MIX (unset: one BODY per run with oha; a file of JSON bodies, one per line, e.g. bench/mix.jsonl
 #   from bench/mix-bodies.py: the mix in turn, with wrk and loadtest/mix.lua, for both services).
@@ -79,7 +80,7 @@ stop() {  # stop one PID we started and forget it
 start_turnstile() {  # PORT MAX_ACTIVE -> sets TS_PID
   local port="$1" active="$2"
   "$BIN" serve --listen "127.0.0.1:$port" --corpus "$CORPUS" --cache-dir "$CACHE" \
-    --max-active "$active" --max-waiting 32 --wait-ms 5000 \
+    --max-active "$active" --max-waiting 32 --wait-ms 5000 ${TS_PLUGIN:+--plugin "$TS_PLUGIN"} \
     >"$OUT/turnstile-$port.log" 2>&1 </dev/null &
   TS_PID=$!; PIDS+=("$TS_PID")
   for _ in $(seq 1 1200); do

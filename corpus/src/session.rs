@@ -371,6 +371,40 @@ mod tests {
 
     /// `rank` + `snippet` give what `search` gives, in two steps.
     #[test]
+    fn nearest_finds_documents_by_meaning_and_refuses_bad_vectors() {
+        let (pool, _dir) = pool();
+        let session = pool.session().unwrap();
+        let question = pool.embed("turn a dict into a string");
+        assert_eq!(question.len(), pool.dims());
+        let near = session.nearest(&question, 10).unwrap();
+        assert_eq!(near.len(), 2);
+        assert_eq!(near[0].id, "json.dumps");
+        assert!(near[0].similarity > near[1].similarity);
+        assert!(near[0].similarity <= 1.0 + 1e-6);
+        // Its handle is the one `rank` gives, so `snippet` works on it.
+        let ranked = session.rank("\"json\"", 5).unwrap();
+        assert_eq!(ranked[0].doc, near[0].doc);
+        assert_eq!(session.nearest(&question, 1).unwrap().len(), 1);
+        // The zero vector is near nothing.
+        assert!(
+            session
+                .nearest(&vec![0.0; pool.dims()], 5)
+                .unwrap()
+                .is_empty()
+        );
+        for bad in [
+            vec![0.5; pool.dims() - 1],
+            vec![f32::NAN; pool.dims()],
+            Vec::new(),
+        ] {
+            assert!(matches!(
+                session.nearest(&bad, 5),
+                Err(CorpusError::InvalidArgument(_))
+            ));
+        }
+    }
+
+    #[test]
     fn rank_then_snippet_matches_search() {
         let (pool, dir) = pool();
         let s = pool.session().unwrap();

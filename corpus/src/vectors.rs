@@ -2,7 +2,7 @@
 //! (`turnstile-embed`) and the corpus's own token weights, stored in the index (`token_weights`,
 //! `vectors`), loaded into memory when a pool
 //! opens, and searched by brute force (a dot product per document: 6,090 × 256 multiply-adds,
-//! about 0.3 ms; `corpus/benches/nearest.rs`).
+//! `corpus/benches/semantic.rs` measures it).
 
 use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
