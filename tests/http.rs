@@ -231,6 +231,9 @@ async fn the_sandbox_holds() {
         "sessions",
         "huge-result",
         "huge-string",
+        "embed-many",
+        "embed-long",
+        "nearest-bad",
     ] {
         let config = format!("attempt={attempt}");
         let server =

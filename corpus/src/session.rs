@@ -98,9 +98,6 @@ const SEARCH_SQL: &str = "SELECT id, title, snippet(docs, 3, '[', ']', '…', 24
 pub const RANK_SQL: &str = "SELECT rowid, id, title, bm25(docs, 0.0, 0.0, 4.0, 1.0) AS rank \
      FROM docs WHERE docs MATCH ?1 ORDER BY rank LIMIT ?2";
 
-/// A document's id and title by handle.
-const TITLE_SQL: &str = "SELECT id, title FROM docs WHERE rowid = ?1";
-
 /// The snippet of one document for an expression (FTS5 seeks to the rowid within the match).
 pub const SNIPPET_SQL: &str = "SELECT snippet(docs, 3, '[', ']', '…', 24) \
      FROM docs WHERE docs MATCH ?1 AND rowid = ?2";
@@ -163,22 +160,18 @@ impl CorpusSession {
             ));
         }
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES) as usize;
-        let near = self.pool.vectors.nearest(vector, limit);
-        self.budgeted(|conn| {
-            let mut stmt = conn.prepare_cached(TITLE_SQL)?;
-            near.into_iter()
-                .map(|(doc, similarity)| {
-                    let (id, title): (String, String) =
-                        stmt.query_row([doc.cast_signed()], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                    Ok(Neighbour {
-                        doc,
-                        id,
-                        title: truncate(title, SessionLimits::MAX_TITLE_BYTES),
-                        similarity: f64::from(similarity),
-                    })
-                })
-                .collect()
-        })
+        Ok(self
+            .pool
+            .vectors
+            .nearest(vector, limit)
+            .into_iter()
+            .map(|n| Neighbour {
+                doc: n.doc,
+                id: n.id.to_owned(),
+                title: truncate(n.title.to_owned(), SessionLimits::MAX_TITLE_BYTES),
+                similarity: f64::from(n.similarity),
+            })
+            .collect())
     }
 
     /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.

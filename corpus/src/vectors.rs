@@ -67,19 +67,32 @@ pub(super) fn load_weights(conn: &Connection, model: &Embedder) -> rusqlite::Res
     })
 }
 
-/// Every document's vector, in memory, row-major in rowid order.
+/// Every document's vector, id and title, in memory, in rowid order (vectors row-major): a
+/// search needs no SQL at all.
 pub(crate) struct DocVectors {
     dims: usize,
     docs: Vec<u64>,
     values: Vec<f32>,
+    labels: Vec<(String, String)>,
+}
+
+/// One document [`DocVectors::nearest`] found.
+pub(crate) struct Near<'a> {
+    pub(crate) doc: u64,
+    pub(crate) id: &'a str,
+    pub(crate) title: &'a str,
+    pub(crate) similarity: f32,
 }
 
 impl DocVectors {
     /// Reads the `vectors` table; every row must have `dims` values.
     pub(super) fn load(conn: &Connection, dims: usize) -> rusqlite::Result<Self> {
-        let mut stmt = conn.prepare("SELECT doc, v FROM vectors ORDER BY doc")?;
+        let mut stmt = conn.prepare(
+            "SELECT v.doc, v.v, d.id, d.title FROM vectors AS v \
+             JOIN docs AS d ON d.rowid = v.doc ORDER BY v.doc",
+        )?;
         let mut rows = stmt.query([])?;
-        let (mut docs, mut values) = (Vec::new(), Vec::new());
+        let (mut docs, mut values, mut labels) = (Vec::new(), Vec::new(), Vec::new());
         while let Some(row) = rows.next()? {
             let blob = row.get_ref(1)?.as_blob()?;
             if blob.len() != dims * 4 {
@@ -90,12 +103,18 @@ impl DocVectors {
                 ));
             }
             docs.push(row.get::<_, i64>(0)?.unsigned_abs());
+            labels.push((row.get(2)?, row.get(3)?));
             values.extend(
                 blob.chunks_exact(4)
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             );
         }
-        Ok(Self { dims, docs, values })
+        Ok(Self {
+            dims,
+            docs,
+            values,
+            labels,
+        })
     }
 
     /// Dimensions of every vector.
@@ -105,24 +124,33 @@ impl DocVectors {
 
     /// The `k` documents most similar to `query` (cosine: both sides are unit vectors or zero),
     /// best first, ties by rowid. A zero query is near nothing: no documents.
-    pub(crate) fn nearest(&self, query: &[f32], k: usize) -> Vec<(u64, f32)> {
+    pub(crate) fn nearest(&self, query: &[f32], k: usize) -> Vec<Near<'_>> {
         if query.len() != self.dims || query.iter().all(|x| *x == 0.0) || k == 0 {
             return Vec::new();
         }
-        let mut scored: Vec<(u64, f32)> = self
+        // (similarity, position); positions follow rowids, so ties go to the lower rowid.
+        let mut scored: Vec<(f32, usize)> = self
             .values
             .chunks_exact(self.dims)
-            .zip(&self.docs)
-            .map(|(v, doc)| (*doc, dot(v, query)))
+            .map(|v| dot(v, query))
+            .enumerate()
+            .map(|(i, s)| (s, i))
             .collect();
-        let order =
-            |a: &(u64, f32), b: &(u64, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+        let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if scored.len() > k {
             scored.select_nth_unstable_by(k - 1, order);
             scored.truncate(k);
         }
         scored.sort_unstable_by(order);
         scored
+            .into_iter()
+            .map(|(similarity, i)| Near {
+                doc: self.docs[i],
+                id: &self.labels[i].0,
+                title: &self.labels[i].1,
+                similarity,
+            })
+            .collect()
     }
 }
 
@@ -149,16 +177,24 @@ mod tests {
             dims: 2,
             docs: (1..=rows.len() as u64).collect(),
             values: rows.iter().flatten().copied().collect(),
+            labels: (1..=rows.len())
+                .map(|i| (format!("id{i}"), format!("title {i}")))
+                .collect(),
         }
+    }
+
+    fn found<'a>(near: &[Near<'a>]) -> Vec<(u64, &'a str, f32)> {
+        near.iter().map(|n| (n.doc, n.id, n.similarity)).collect()
     }
 
     #[test]
     fn nearest_is_best_first_with_ties_by_document() {
         let v = vectors(&[[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.0, 1.0]]);
         assert_eq!(
-            v.nearest(&[0.0, 1.0], 3),
-            vec![(2, 1.0), (4, 1.0), (3, 0.8)]
+            found(&v.nearest(&[0.0, 1.0], 3)),
+            vec![(2, "id2", 1.0), (4, "id4", 1.0), (3, "id3", 0.8)]
         );
+        assert_eq!(v.nearest(&[0.0, 1.0], 1)[0].title, "title 2");
         assert_eq!(v.nearest(&[1.0, 0.0], 10).len(), 4);
     }
 

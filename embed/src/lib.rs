@@ -1,7 +1,8 @@
 //! Text embeddings for semantic retrieval: a *static* embedding model — one vector per WordPiece
-//! token, a text's embedding is the mean of its tokens' vectors, L2-normalised — distilled from
-//! sentence-transformers/all-MiniLM-L6-v2 by the Model2Vec method (`embed/model/README.md` says
-//! how, and how to rebuild it).
+//! token, a text's embedding is the weighted mean of its tokens' vectors, L2-normalised —
+//! distilled from sentence-transformers/all-MiniLM-L6-v2 by the Model2Vec method, then trained on
+//! the corpus's documents against MiniLM's embeddings of them (`embed/model/README.md` says how,
+//! and how to rebuild it).
 //!
 //! Why static and not the transformer itself: embedding one question with MiniLM costs 8–16 ms
 //! of CPU here (candle, f32 or int8), past the 5 ms a request may spend on its semantic part; a
