@@ -4,7 +4,8 @@
 //!   instance and one trivial call (the `fault` fixture with `mode=error` returns a typed error at
 //!   once, without touching the corpus; `Plugin::retrieve` returns `Err`, as expected);
 //! - `plugin_call/retrieval/{pooling,on_demand}`: a full retrieval call of the embedded default
-//!   plugin for "How do I parse command line arguments?" (limit 5);
+//!   (hybrid) plugin for "How do I parse command line arguments?" (limit 5);
+//! - `plugin_call/lexical/pooling`: the same call of the embedded lexical plugin, beside it;
 //! - `hostcalls/calls/{0,10000}`: the `hostcalls` fixture calling `config::get` N times, from
 //!   which one host-call round trip is derived and printed;
 //! - `corpus/search`: one FTS5 search on a held `CorpusSession`, with the expression the default
@@ -126,6 +127,13 @@ fn bench_plugin(c: &mut Criterion) {
             })
         });
     }
+    let lexical_file = cache.join("lexical.wasm");
+    std::fs::write(&lexical_file, turnstile::plugin::embedded_lexical()).expect("write lexical");
+    let lexical = load(&pooling, PluginSource::File(lexical_file), &[], &pool);
+    assert_eq!(lexical.retrieve(QUESTION, 5, 1).expect("lexical").len(), 5);
+    group.bench_function("lexical/pooling", |b| {
+        b.iter(|| black_box(lexical.retrieve(QUESTION, 5, 1).expect("lexical succeeds")))
+    });
     group.finish();
 
     let mut group = c.benchmark_group("hostcalls");

@@ -56,7 +56,9 @@ mod guest {
             if let Some(expression) = &expression {
                 for hit in session.rank(expression, POOL).map_err(corpus_error)? {
                     let score = -hit.rank * (1.0 + ID_WEIGHT * id_match(&hit.id, &terms));
-                    lexical.push(Candidate::new(hit.id, hit.title, hit.doc, score));
+                    let mut candidate = Candidate::new(hit.id, hit.title, hit.doc, score);
+                    candidate.lexical = true;
+                    lexical.push(candidate);
                 }
             }
             let mut semantic = Vec::new();
@@ -78,11 +80,13 @@ mod guest {
             chosen
                 .into_iter()
                 .map(|(score, c)| {
+                    // Only a document of the lexical pool matches the expression: asking a
+                    // snippet of another would cost a full-text match for nothing.
                     let matched = match &expression {
-                        Some(expression) => {
+                        Some(expression) if c.lexical => {
                             session.snippet(expression, c.doc).map_err(corpus_error)?
                         }
-                        None => None,
+                        _ => None,
                     };
                     let snippet = match matched {
                         Some(snippet) => snippet,
@@ -117,6 +121,8 @@ struct Candidate {
     title: String,
     doc: u64,
     score: f64,
+    /// Whether the lexical pool has it (it matches the question's terms).
+    lexical: bool,
 }
 
 impl Candidate {
@@ -126,6 +132,7 @@ impl Candidate {
             title,
             doc,
             score,
+            lexical: false,
         }
     }
 }
