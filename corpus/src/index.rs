@@ -53,14 +53,32 @@ impl CorpusIndex {
             source,
         })?;
         let path = cache_dir.join(format!("corpus-{}-v{SCHEMA_VERSION}.sqlite", &sha256[..16]));
+        let reused = |path: PathBuf, sha256: String, documents: u64| Self {
+            path,
+            sha256,
+            source: corpus.name.clone(),
+            documents,
+            origin: IndexOrigin::Reused,
+        };
         if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
-            return Ok(Self {
-                path,
-                sha256,
-                source: corpus.name.clone(),
-                documents,
-                origin: IndexOrigin::Reused,
-            });
+            return Ok(reused(path, sha256, documents));
+        }
+        // Processes (or threads) starting together on one cache directory build the index once:
+        // the others wait on this lock (released when the file closes), then reuse it.
+        let lock_path = cache_dir.join(format!("corpus-{}-v{SCHEMA_VERSION}.lock", &sha256[..16]));
+        let io_error = |source| CorpusError::IndexIo {
+            path: lock_path.clone(),
+            source,
+        };
+        let lock = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_error)?;
+        lock.lock().map_err(io_error)?;
+        if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
+            return Ok(reused(path, sha256, documents));
         }
         let docs = load_documents(&corpus.jsonl)?;
         // A uniquely named file in the same directory (so the rename is atomic), removed if the
@@ -235,6 +253,24 @@ mod tests {
 "#
             .to_vec(),
         }
+    }
+
+    /// Starting together on one cache directory, eight builders build the index once: the
+    /// others wait for it and reuse it.
+    #[test]
+    fn concurrent_starts_build_the_index_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let origins: Vec<IndexOrigin> = std::thread::scope(|scope| {
+            let starts: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| CorpusIndex::open_or_build(&tiny(), tmp.path())))
+                .collect();
+            starts
+                .into_iter()
+                .map(|s| s.join().unwrap().unwrap().origin)
+                .collect()
+        });
+        let built = origins.iter().filter(|o| **o == IndexOrigin::Built).count();
+        assert_eq!(built, 1, "{origins:?}");
     }
 
     #[test]

@@ -28,13 +28,14 @@ pub(super) fn build(
     model: &Embedder,
     docs: &[(i64, &Document)],
 ) -> rusqlite::Result<()> {
-    let texts: Vec<String> = docs.iter().map(|(_, d)| document_text(d)).collect();
+    let tokens: Vec<Vec<u32>> = docs
+        .iter()
+        .map(|(_, d)| model.tokens(&document_text(d)))
+        .collect();
     let mut counts = vec![0u64; model.vocabulary()];
-    for text in &texts {
-        for token in model.tokens(text) {
-            if let Some(count) = counts.get_mut(token as usize) {
-                *count += 1;
-            }
+    for &token in tokens.iter().flatten() {
+        if let Some(count) = counts.get_mut(token as usize) {
+            *count += 1;
         }
     }
     let weights = TokenWeights::sif(&counts);
@@ -47,8 +48,8 @@ pub(super) fn build(
         [weights.to_bytes()],
     )?;
     let mut insert = tx.prepare("INSERT INTO vectors (doc, v) VALUES (?1, ?2)")?;
-    for ((rowid, _), text) in docs.iter().zip(&texts) {
-        let v = model.embed(text, &weights);
+    for ((rowid, _), tokens) in docs.iter().zip(&tokens) {
+        let v = model.embed_tokens(tokens, &weights);
         let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
         insert.execute(params![rowid, blob])?;
     }

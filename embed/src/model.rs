@@ -133,8 +133,14 @@ impl Embedder {
     /// each scaled by its weight, L2-normalised. A text with no token (empty, or only characters
     /// the tokenizer drops) is the zero vector, which is near nothing.
     pub fn embed(&self, text: &str, weights: &TokenWeights) -> Vec<f32> {
+        self.embed_tokens(&self.tokens(text), weights)
+    }
+
+    /// The embedding of a text already tokenized by [`Self::tokens`] (for a caller that also
+    /// counts the tokens, as an index build does).
+    pub fn embed_tokens(&self, tokens: &[u32], weights: &TokenWeights) -> Vec<f32> {
         let mut sum = vec![0f32; self.dims];
-        for id in self.tokens(text) {
+        for &id in tokens {
             let id = id as usize;
             let (Some(row), Some(&w)) = (self.row(id), weights.0.get(id)) else {
                 continue;
