@@ -7,7 +7,7 @@ use tokenizers::Tokenizer;
 static SHIPPED_VECTORS: &[u8] = include_bytes!("../model/embeddings.safetensors");
 /// The shipped model's WordPiece tokenizer (`embed/model/tokenizer.json`, MiniLM's own).
 static SHIPPED_TOKENIZER: &[u8] = include_bytes!("../model/tokenizer.json");
-/// The shipped model's name, as logs and `/v1/status` show it.
+/// The shipped model's name, as the "corpus index ready" log line shows it.
 const SHIPPED_NAME: &str = "minilm-l6-v2-static-256";
 /// The tensor holding one row per token id.
 const TENSOR: &str = "embeddings";

@@ -36,11 +36,12 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
+    let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
     tracing::info!(
         source = %index.source, documents = index.documents, sha256 = %index.sha256,
-        origin = ?index.origin, path = %index.path.display(), "corpus index ready"
+        origin = ?index.origin, path = %index.path.display(),
+        embedding_model = pool.model_name(), dimensions = pool.dims(), "corpus index ready"
     );
-    let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
     let runtime = PluginRuntime::new(RuntimeOptions {
         memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
         // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
