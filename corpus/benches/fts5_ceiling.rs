@@ -14,6 +14,10 @@
 //! - `mix`: cycling over the expressions for ten realistic questions, `search` with limit 5 —
 //!   how the cost varies with the question (the number of documents matching is what ranking
 //!   pays for).
+//! - `question-mix`: the request's work (rank 50, 5 snippets) for each of the 150 questions of
+//!   `bench/mix.jsonl` in turn, as the plugin does it: through the term index (the ceiling for
+//!   the end-to-end mix benchmark); and `question-mix-fts5`, the same through FTS5 alone, as it
+//!   was before the term index.
 //!
 //! The expression is built as the plugin does: every non-stop-word term quoted, joined with
 //! ` OR `.
@@ -40,6 +44,8 @@ enum Work {
     Search { limit: u32 },
     /// `rank(expression, pool)`, then `snippet` for the first `keep` rows.
     RankThenSnippets { pool: u32, keep: usize },
+    /// The same through FTS5 only (`rank_by_fts5`, `snippet_by_fts5`).
+    RankThenSnippetsFts5 { pool: u32, keep: usize },
 }
 
 impl Work {
@@ -53,6 +59,13 @@ impl Work {
                 let ranked = session.rank(expression, pool).expect("rank");
                 for r in ranked.iter().take(keep) {
                     black_box(session.snippet(expression, r.doc).expect("snippet"));
+                }
+                ranked.len()
+            }
+            Work::RankThenSnippetsFts5 { pool, keep } => {
+                let ranked = session.rank_by_fts5(expression, pool).expect("rank");
+                for r in ranked.iter().take(keep) {
+                    black_box(session.snippet_by_fts5(expression, r.doc).expect("snippet"));
                 }
                 ranked.len()
             }
@@ -139,6 +152,19 @@ fn main() {
     let pool = CorpusPool::new(&index, 16).expect("corpus pool");
     let mix: Vec<String> = QUESTIONS.iter().map(|q| expression(q)).collect();
     let request = vec![expression(REQUEST_QUESTION)];
+    let question_mix: Vec<String> =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/mix.jsonl"))
+            .expect("bench/mix.jsonl")
+            .lines()
+            .map(|line| {
+                let body: serde_json::Value = serde_json::from_str(line).expect("a JSON body");
+                expression(body["question"].as_str().expect("a question"))
+            })
+            .collect();
+    let plugin_request = Work::RankThenSnippets {
+        pool: REQUEST_POOL,
+        keep: LIMIT as usize,
+    };
     println!("FTS5 ceiling over {} documents", index.documents);
     let workloads = [
         (
@@ -157,10 +183,19 @@ fn main() {
             },
         ),
         ("mix", &mix, Work::Search { limit: LIMIT }),
+        ("question-mix", &question_mix, plugin_request),
+        (
+            "question-mix-fts5",
+            &question_mix,
+            Work::RankThenSnippetsFts5 {
+                pool: REQUEST_POOL,
+                keep: LIMIT as usize,
+            },
+        ),
     ];
     for (name, expressions, work) in workloads {
         println!("\n{name}:");
-        for e in expressions {
+        for e in expressions.iter().take(10) {
             let session = pool.session().expect("corpus session");
             println!("  {e}  ({} rows)", work.run(&session, e));
         }

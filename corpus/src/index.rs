@@ -5,13 +5,15 @@ use sha2::{Digest, Sha256};
 
 use turnstile_embed::Embedder;
 
+use super::disjunction::TOKENIZER;
 use super::document::{CorpusBytes, load_documents};
-use super::{CorpusError, vectors};
+use super::{CorpusError, term_index, vectors};
 
 /// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
 /// 2: the `ids` table (lookups by id use an index) and the content checksum.
 /// 3: the `vectors` table (document embeddings) and the embedding model's fingerprint.
-const SCHEMA_VERSION: &str = "3";
+/// 4: the `postings` and `doc_sizes` tables (the term index: bm25 without SQL).
+const SCHEMA_VERSION: &str = "4";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -178,16 +180,16 @@ fn build(
     model: &Embedder,
 ) -> rusqlite::Result<()> {
     let mut conn = Connection::open(path)?;
-    conn.execute_batch(
+    conn.execute_batch(&format!(
         "PRAGMA journal_mode = OFF;
          PRAGMA synchronous = OFF;
          CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE VIRTUAL TABLE docs USING fts5(
              id UNINDEXED, kind UNINDEXED, title, text,
-             tokenize = 'porter unicode61 remove_diacritics 2'
+             tokenize = '{TOKENIZER}'
          );
-         CREATE TABLE ids (id TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;",
-    )?;
+         CREATE TABLE ids (id TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;"
+    ))?;
     let tx = conn.transaction()?;
     {
         let mut insert =
@@ -201,6 +203,7 @@ fn build(
             rowids.push((rowid, d));
         }
         vectors::build(&tx, model, &rowids)?;
+        term_index::build(&tx)?;
         let (_, content) = content_checksum(&tx)?;
         let mut meta = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
         meta.execute(params!["sha256", sha256])?;

@@ -1,11 +1,13 @@
 //! The document corpus: loading the shipped JSON Lines into a SQLite FTS5 index, and read-only
 //! per-worker sessions over it. Nothing in this module can write to the index once it is built.
 
+mod disjunction;
 mod document;
 mod error;
 mod index;
 mod pool;
 mod session;
+mod term_index;
 mod vectors;
 
 pub use document::{CorpusBytes, Document, EMBEDDED_CORPUS_NAME, load_documents, read_corpus};

@@ -8,6 +8,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use turnstile_embed::{Embedder, TokenWeights};
 
+use super::disjunction::Tokenizer;
+use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};
 use super::{CorpusError, CorpusIndex, CorpusSession, SessionLimits};
 
@@ -31,6 +33,14 @@ pub(super) struct PoolInner {
     model: &'static Embedder,
     weights: TokenWeights,
     pub(super) vectors: DocVectors,
+    pub(super) terms: TermIndex,
+    pub(super) tokenizer: Tokenizer,
+    /// `rank` calls answered by the term index, and by FTS5.
+    pub(super) ranked_by_index: AtomicU64,
+    pub(super) ranked_by_fts5: AtomicU64,
+    /// `snippet` calls answered by the term index, and by FTS5.
+    pub(super) snippets_by_index: AtomicU64,
+    pub(super) snippets_by_fts5: AtomicU64,
 }
 
 impl CorpusPool {
@@ -44,6 +54,19 @@ impl CorpusPool {
         let model = vectors::model()?;
         let vectors = DocVectors::load(&first.conn, model.dims()).map_err(index_error)?;
         let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
+        let terms = TermIndex::load(&first.conn).map_err(index_error)?;
+        if terms.documents() != vectors.len() {
+            return Err(index_error(rusqlite::Error::InvalidColumnType(
+                0,
+                format!(
+                    "{} documents in the term index, {} vectors",
+                    terms.documents(),
+                    vectors.len()
+                ),
+                rusqlite::types::Type::Blob,
+            )));
+        }
+        let tokenizer = Tokenizer::new().map_err(index_error)?;
         Ok(Self {
             inner: Arc::new(PoolInner {
                 path: index.path.clone(),
@@ -55,6 +78,12 @@ impl CorpusPool {
                 model,
                 weights,
                 vectors,
+                terms,
+                tokenizer,
+                ranked_by_index: AtomicU64::new(0),
+                ranked_by_fts5: AtomicU64::new(0),
+                snippets_by_index: AtomicU64::new(0),
+                snippets_by_fts5: AtomicU64::new(0),
             }),
         })
     }
@@ -130,6 +159,28 @@ impl CorpusPool {
     /// Dimensions of the corpus's vectors (and of [`Self::embed`]'s).
     pub fn dims(&self) -> usize {
         self.inner.vectors.dims()
+    }
+
+    /// How many `rank` calls the term index answered, and how many went to FTS5 (an expression
+    /// of another shape than quoted single-token terms joined by `OR`).
+    pub fn rank_paths(&self) -> (u64, u64) {
+        (
+            self.inner.ranked_by_index.load(Ordering::Relaxed),
+            self.inner.ranked_by_fts5.load(Ordering::Relaxed),
+        )
+    }
+
+    /// How many `snippet` calls the term index answered, and how many went to FTS5.
+    pub fn snippet_paths(&self) -> (u64, u64) {
+        (
+            self.inner.snippets_by_index.load(Ordering::Relaxed),
+            self.inner.snippets_by_fts5.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Bytes the term index holds in memory.
+    pub fn term_index_bytes(&self) -> usize {
+        self.inner.terms.heap_bytes()
     }
 
     /// The embedding model's name.

@@ -118,6 +118,17 @@ impl DocVectors {
         })
     }
 
+    /// Documents held (one vector each).
+    pub(crate) fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// The rowid, id and title of the document at `position` (rowid order), if any.
+    pub(crate) fn document(&self, position: usize) -> Option<(u64, &str, &str)> {
+        let (id, title) = self.labels.get(position)?;
+        Some((self.docs[position], id, title))
+    }
+
     /// Dimensions of every vector.
     pub(crate) fn dims(&self) -> usize {
         self.dims

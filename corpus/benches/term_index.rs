@@ -1,0 +1,122 @@
+//! The corpus work of one lexical request on the question mix, through FTS5 and through the term
+//! index, side by side: `rank` 50 deep (the plugins' candidate pool) and a snippet for each of the
+//! 5 sources kept. Each iteration takes the next of the mix's 150 questions (`bench/mix.jsonl`),
+//! so a median is the mean over the mix. Criterion medians, one run; `docs/BENCHMARKS.md` reports
+//! them.
+//!
+//! `cargo bench -p turnstile-corpus --bench term_index`
+//!
+//! With `TS_BENCH_CORPUS=FILE.jsonl` (e.g. the 16× corpus `bench/replicate-corpus.py` makes) the
+//! same runs over that corpus.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use turnstile_corpus::{CorpusBytes, CorpusIndex, CorpusPool, CorpusSession, Ranked, read_corpus};
+
+const POOL: u32 = 50;
+const KEEP: usize = 5;
+
+// The plugins' own stop-word list, so the expressions here are exactly the plugins'.
+include!("../../plugins/query/src/stop_words.rs");
+
+/// The expression the plugins build: lowercased terms, stop words dropped, deduplicated, each
+/// quoted, joined with ` OR `.
+fn expression(question: &str) -> String {
+    let mut terms: Vec<String> = Vec::new();
+    for word in question
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_lowercase();
+        if !STOP_WORDS.contains(&word.as_str()) && !terms.contains(&word) {
+            terms.push(word);
+        }
+    }
+    terms
+        .iter()
+        .map(|t| format!("\"{t}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// The mix's expressions (`bench/mix.jsonl`: one JSON body per line).
+fn mix() -> Vec<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/mix.jsonl"))
+        .expect("bench/mix.jsonl");
+    text.lines()
+        .map(|line| {
+            let body: serde_json::Value = serde_json::from_str(line).expect("a JSON body");
+            expression(body["question"].as_str().expect("a question"))
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let corpus = match std::env::var_os("TS_BENCH_CORPUS") {
+        Some(path) => CorpusBytes {
+            name: path.to_string_lossy().into_owned(),
+            jsonl: std::fs::read(&path).expect("TS_BENCH_CORPUS"),
+        },
+        None => read_corpus(None).expect("embedded corpus"),
+    };
+    let index = CorpusIndex::open_or_build(&corpus, cache.path()).expect("corpus index");
+    let pool = CorpusPool::new(&index, 1).expect("corpus pool");
+    let session = pool.session().expect("session");
+    let mix = mix();
+    println!(
+        "{} documents; term index {:.1} MB in memory",
+        index.documents,
+        pool.term_index_bytes() as f64 / 1e6
+    );
+
+    type Rank = fn(&CorpusSession, &str, u32) -> Vec<Ranked>;
+    type Snippet = fn(&CorpusSession, &str, u64) -> Option<String>;
+    let paths: [(&str, Rank, Snippet); 2] = [
+        (
+            "fts5",
+            |s, e, n| s.rank_by_fts5(e, n).expect("rank"),
+            |s, e, d| s.snippet_by_fts5(e, d).expect("snippet"),
+        ),
+        (
+            "term index",
+            |s, e, n| s.rank(e, n).expect("rank"),
+            |s, e, d| s.snippet(e, d).expect("snippet"),
+        ),
+    ];
+    let kept: Vec<Vec<u64>> = mix
+        .iter()
+        .map(|e| {
+            session.rank_by_fts5(e, POOL).expect("rank")[..]
+                .iter()
+                .take(KEEP)
+                .map(|r| r.doc)
+                .collect()
+        })
+        .collect();
+
+    let mut group = c.benchmark_group(format!("mix of {} questions", mix.len()));
+    for (name, rank, snippet) in paths {
+        let mut i = 0;
+        group.bench_function(format!("rank {POOL}, {name}"), |b| {
+            b.iter(|| {
+                i = (i + 1) % mix.len();
+                rank(&session, black_box(&mix[i]), POOL)
+            })
+        });
+        let mut i = 0;
+        group.bench_function(format!("{KEEP} snippets, {name}"), |b| {
+            b.iter(|| {
+                i = (i + 1) % mix.len();
+                for &doc in &kept[i] {
+                    black_box(snippet(&session, &mix[i], doc));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
