@@ -238,3 +238,27 @@ fn promtool_accepts(text: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The default plugin's questions are ranked and snippeted by the corpus's term index, not FTS5,
+/// and the scrape says so (with the index's memory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_term_index_answers_the_default_plugins_queries() {
+    let server = TestServer::start(&[]).await;
+    for question in ["parse command line arguments", "serialize json"] {
+        let (status, body): (u16, Value) = server.retrieve(json!({"question": question})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let s = samples(&server.get("/metrics").await.text().await.unwrap());
+    let queries = |call: &str, path: &str| {
+        value(
+            &s,
+            &format!(r#"turnstile_corpus_queries_total{{call="{call}",path="{path}"}}"#),
+        )
+    };
+    assert_eq!(queries("rank", "term_index"), 2.0);
+    assert_eq!(queries("rank", "fts5"), 0.0);
+    assert!(queries("snippet", "term_index") >= 2.0);
+    assert_eq!(queries("snippet", "fts5"), 0.0);
+    assert!(value(&s, "turnstile_corpus_term_index_bytes") > 1e6);
+    server.stop().await;
+}

@@ -22,7 +22,8 @@
 //! Memory: 8 bytes per posting, 4 per token of text, the texts, 20 per document and the terms'
 //! text (`TermIndex::heap_bytes`).
 
-use std::collections::HashMap;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
 
 use rusqlite::{Connection, Transaction, params};
@@ -133,11 +134,13 @@ pub(super) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// One token's postings: the documents it occurs in (positions, ascending) and, for each, its
-/// weighted count (FTS5's `f(qi, D)`: `4 × title + 1 × text`, an exact integer).
+/// One token's postings: the documents it occurs in (positions, ascending) and, for each, bm25's
+/// term-frequency part `f × (k1 + 1) / (f + k1 × (1 - b + b × D / avgdl))`, where `f` is FTS5's
+/// weighted count `4 × title + 1 × text` — computed once, as FTS5 computes it per row, so a query
+/// only multiplies it by the token's idf and adds.
 struct Postings {
     docs: Vec<u32>,
-    freq: Vec<f32>,
+    part: Vec<f64>,
 }
 
 /// A document's `text` column as the snippet needs it: the text, and its tokens' numbers in order.
@@ -159,7 +162,7 @@ pub(crate) struct TermIndex {
     scratch: Mutex<Vec<Scratch>>,
 }
 
-/// A reusable accumulator: one score per document, and the documents touched by this query.
+/// A reusable accumulator: one score per document, and room for the documents a query touches.
 struct Scratch {
     score: Vec<f64>,
     touched: Vec<u32>,
@@ -187,7 +190,7 @@ impl TermIndex {
         let total: u64 = sizes.iter().map(|&s| u64::from(s)).sum();
         // FTS5: avgdl = (double)nToken / (double)nRow.
         let avgdl = total as f64 / documents as f64;
-        let norm = sizes
+        let norm: Vec<f64> = sizes
             .iter()
             .map(|&d| K1 * (1.0 - B + B * f64::from(d) / avgdl))
             .collect();
@@ -200,22 +203,25 @@ impl TermIndex {
             }
             let term: String = row.get(1)?;
             let all: Vec<u32> = words(row.get_ref(2)?.as_blob()?)?.collect();
-            let (mut docs, mut freq) = (Vec::new(), Vec::new());
+            let (mut docs, mut part) = (Vec::new(), Vec::new());
             for p in all.chunks(3) {
                 let &[doc, title, text] = p else {
                     return Err(corrupt("postings"));
                 };
-                if doc as usize >= documents {
+                let Some(&norm) = norm.get(doc as usize) else {
                     return Err(corrupt("a posting of an unknown document"));
-                }
+                };
+                let f = weighted(title, text);
+                // FTS5: (aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / avgdl)).
+                let p = (f * (K1 + 1.0)) / (f + norm);
                 docs.push(doc);
-                freq.push(weighted(title, text));
+                part.push(p);
             }
             numbers.insert(
                 term.into_boxed_str(),
                 u32::try_from(postings.len()).unwrap_or(u32::MAX),
             );
-            postings.push(Postings { docs, freq });
+            postings.push(Postings { docs, part });
         }
         let mut rowids = Vec::with_capacity(documents);
         let mut texts = Vec::with_capacity(documents);
@@ -276,41 +282,54 @@ impl TermIndex {
                 score: vec![0.0; documents],
                 touched: Vec::new(),
             });
-        for postings in phrases
+        let lists: Vec<&Postings> = phrases
             .iter()
             .flatten()
             .map(|&n| &self.postings[n as usize])
-        {
+            .collect();
+        // Room for every posting, so a document is recorded without a branch: written at the
+        // end, kept (the end moves on) only if its sum was still 0.0.
+        let most = lists.iter().map(|p| p.docs.len()).sum::<usize>();
+        let Scratch { score, touched } = &mut scratch;
+        if touched.len() < most {
+            touched.resize(most, 0);
+        }
+        let mut found = 0;
+        for postings in lists {
             // FTS5: idf = log((nRow - nHit + 0.5) / (nHit + 0.5)), at least 1e-6.
             let hits = postings.docs.len();
             let idf = (((documents - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
             let idf = if idf <= 0.0 { 1e-6 } else { idf };
-            for (&doc, &freq) in postings.docs.iter().zip(&postings.freq) {
+            for (&doc, &part) in postings.docs.iter().zip(&postings.part) {
                 let d = doc as usize;
-                let freq = f64::from(freq);
                 // FTS5 adds every phrase's term, in phrase order, to a sum starting at 0.0; a
-                // phrase absent from the document adds exactly 0.0. Every posting's count is
-                // at least 1, so a touched document's score is never 0.0.
-                if scratch.score[d] == 0.0 {
-                    scratch.touched.push(doc);
-                }
-                scratch.score[d] += idf * ((freq * (K1 + 1.0)) / (freq + self.norm[d]));
+                // phrase absent from the document adds exactly 0.0. Every posting's part is
+                // above 0, so a touched document's sum is never 0.0.
+                touched[found] = doc;
+                found += usize::from(score[d] == 0.0);
+                score[d] += idf * part;
             }
         }
-        let Scratch { score, touched } = &mut scratch;
-        let mut found: Vec<(u32, f64)> = touched
-            .drain(..)
-            .map(|doc| {
-                let s = std::mem::take(&mut score[doc as usize]);
-                (doc, -s)
-            })
-            .collect();
-        let order = |a: &(u32, f64), b: &(u32, f64)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
-        if found.len() > limit {
-            found.select_nth_unstable_by(limit - 1, order);
-            found.truncate(limit);
+        // The best `limit` by a bounded heap whose top is the worst kept: most documents are
+        // turned away by one comparison.
+        let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
+        for &doc in &touched[..found] {
+            let kept = Kept {
+                rank: -std::mem::take(&mut score[doc as usize]),
+                doc,
+            };
+            if best.len() < limit {
+                best.push(kept);
+            } else if best.peek().is_some_and(|worst| kept < *worst) {
+                best.pop();
+                best.push(kept);
+            }
         }
-        found.sort_unstable_by(order);
+        let found: Vec<(u32, f64)> = best
+            .into_sorted_vec()
+            .into_iter()
+            .map(|k| (k.doc, k.rank))
+            .collect();
         if let Ok(mut idle) = self.scratch.lock()
             && idle.len() < MAX_IDLE_SCRATCH
         {
@@ -345,7 +364,7 @@ impl TermIndex {
         let postings: usize = self
             .postings
             .iter()
-            .map(|p| p.docs.capacity() * 4 + p.freq.capacity() * 4 + 48)
+            .map(|p| p.docs.capacity() * 4 + p.part.capacity() * 8 + 56)
             .sum();
         let numbers: usize = self.numbers.keys().map(|t| t.len() + 24).sum();
         let texts: usize = self
@@ -358,11 +377,40 @@ impl TermIndex {
     }
 }
 
-/// FTS5's `f(qi, D)`: the sum, over the token's instances, of its column's weight.
-fn weighted(title: u32, text: u32) -> f32 {
-    // Exact in an f32 up to 2^24, far beyond any document here; clamped beyond that.
-    let f = TITLE_WEIGHT * f64::from(title) + TEXT_WEIGHT * f64::from(text);
-    f.min(f64::from(1u32 << 24)) as f32
+/// A document kept by [`TermIndex::rank`], ordered best first: by rank (lower is better), then
+/// position.
+#[derive(Clone, Copy)]
+struct Kept {
+    rank: f64,
+    doc: u32,
+}
+
+impl Ord for Kept {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank
+            .total_cmp(&other.rank)
+            .then(self.doc.cmp(&other.doc))
+    }
+}
+
+impl PartialOrd for Kept {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Kept {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Kept {}
+
+/// FTS5's `f(qi, D)`: the sum, over the token's instances, of its column's weight (integers, so
+/// the order of the sum does not matter).
+fn weighted(title: u32, text: u32) -> f64 {
+    TITLE_WEIGHT * f64::from(title) + TEXT_WEIGHT * f64::from(text)
 }
 
 /// Byte ranges of the runs of ASCII letters and digits in `text`: unicode61's tokens of an ASCII

@@ -203,8 +203,25 @@ impl Metrics {
             ],
         );
         self.recorder.register_gauge(&plugin_info, &META).set(1.0);
+        let corpus = generation.plugin.corpus();
         self.gauge("turnstile_corpus_sessions_open", vec![])
-            .set(generation.plugin.corpus().live_sessions() as f64);
+            .set(corpus.live_sessions() as f64);
+        let ((rank_index, rank_fts5), (snippet_index, snippet_fts5)) =
+            (corpus.rank_paths(), corpus.snippet_paths());
+        for (call, path, value) in [
+            ("rank", "term_index", rank_index),
+            ("rank", "fts5", rank_fts5),
+            ("snippet", "term_index", snippet_index),
+            ("snippet", "fts5", snippet_fts5),
+        ] {
+            self.counter(
+                "turnstile_corpus_queries_total",
+                vec![Label::new("call", call), Label::new("path", path)],
+            )
+            .absolute(value);
+        }
+        self.gauge("turnstile_corpus_term_index_bytes", vec![])
+            .set(corpus.term_index_bytes() as f64);
         self.gauge(
             "turnstile_build_info",
             vec![

@@ -106,6 +106,16 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Corpus sessions open now (the serving plugin's calls)",
     ),
     (
+        "turnstile_corpus_queries_total",
+        Kind::Counter,
+        "Rank and snippet calls, by whether the term index or FTS5 answered",
+    ),
+    (
+        "turnstile_corpus_term_index_bytes",
+        Kind::Gauge,
+        "Memory held by the corpus's term index",
+    ),
+    (
         "turnstile_build_info",
         Kind::Gauge,
         "This build of turnstile (value 1)",
