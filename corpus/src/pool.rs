@@ -1,3 +1,4 @@
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,8 @@ pub(super) struct PoolInner {
     model: &'static Embedder,
     weights: TokenWeights,
     pub(super) vectors: DocVectors,
+    /// Every document's id, for checking a plugin's answer.
+    ids: HashSet<Box<str>>,
     pub(super) terms: TermIndex,
     pub(super) tokenizer: Tokenizer,
     /// `rank` calls answered by the term index, and by FTS5.
@@ -67,6 +70,10 @@ impl CorpusPool {
             )));
         }
         let tokenizer = Tokenizer::new().map_err(index_error)?;
+        let ids = (0..vectors.len())
+            .filter_map(|i| vectors.document(i))
+            .map(|(_, id, _)| Box::from(id))
+            .collect();
         Ok(Self {
             inner: Arc::new(PoolInner {
                 path: index.path.clone(),
@@ -78,6 +85,7 @@ impl CorpusPool {
                 model,
                 weights,
                 vectors,
+                ids,
                 terms,
                 tokenizer,
                 ranked_by_index: AtomicU64::new(0),
@@ -105,34 +113,13 @@ impl CorpusPool {
         Ok(CorpusSession::new(conn, Arc::clone(&self.inner)))
     }
 
-    /// The first of `ids` that is not a document of the corpus, if any: an index lookup each,
-    /// on a pooled connection, not counted as a session (it is the host checking a plugin's
-    /// answer, not a plugin reading the corpus).
+    /// The first of `ids` that is not a document of the corpus, if any: a lookup each in the
+    /// corpus's ids, held in memory (the host checking a plugin's answer: no SQL, no session).
     pub fn first_unknown<'a>(
         &self,
         ids: impl IntoIterator<Item = &'a str>,
     ) -> Result<Option<&'a str>, CorpusError> {
-        let reader = match self
-            .inner
-            .idle
-            .lock()
-            .map(|mut idle| idle.pop())
-            .unwrap_or(None)
-        {
-            Some(reader) => reader,
-            None => Reader::open(&self.inner.path)?,
-        };
-        let found = reader.budgeted(|conn| {
-            let mut stmt = conn.prepare_cached("SELECT 1 FROM ids WHERE id = ?1")?;
-            for id in ids {
-                if id.len() > SessionLimits::MAX_ID_BYTES || !stmt.exists([id])? {
-                    return Ok(Some(id));
-                }
-            }
-            Ok(None)
-        });
-        self.inner.keep_idle(reader);
-        found
+        Ok(ids.into_iter().find(|id| !self.inner.ids.contains(*id)))
     }
 
     /// Sessions open right now (0 whenever no plugin call is running).
