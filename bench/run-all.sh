@@ -13,6 +13,8 @@ cargo bench -p turnstile-gate --bench gate
 cargo bench -p turnstile-gate --bench waiter_memory
 cargo bench -p turnstile --bench plugin
 cargo bench -p turnstile-corpus --bench fts5_ceiling
+cargo bench -p turnstile-corpus --bench term_index
+cargo bench -p turnstile-corpus --bench semantic
 cargo bench -p turnstile --bench metrics
 cargo bench -p turnstile-global --bench admissions   # needs redis-server (tests/setup.sh)
 
@@ -22,6 +24,7 @@ bench/swap-latency.sh
 cp target/release/turnstile /tmp/turnstile-bench-bin
 bench/peer-compare.sh
 MIX=bench/mix.jsonl bench/peer-compare.sh   # needs wrk
+bench/corpus-scale.sh   # needs wrk; the shipped corpus beside it replicated 16 times
 python3 bench/live-cost.py
 python3 bench/global-cost.py
 
