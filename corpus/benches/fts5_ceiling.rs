@@ -86,28 +86,9 @@ const QUESTIONS: [&str; 10] = [
     "match a regular expression against a string",
 ];
 
-// The default plugin's own stop-word list, so the expressions here are exactly the plugin's.
-include!("../../plugins/query/src/stop_words.rs");
+mod support;
 
-/// The expression the default plugin builds: lowercased terms, stop words dropped, deduplicated,
-/// each quoted, joined with ` OR `.
-fn expression(question: &str) -> String {
-    let mut terms: Vec<String> = Vec::new();
-    for word in question
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-    {
-        let word = word.to_lowercase();
-        if !STOP_WORDS.contains(&word.as_str()) && !terms.contains(&word) {
-            terms.push(word);
-        }
-    }
-    terms
-        .iter()
-        .map(|t| format!("\"{t}\""))
-        .collect::<Vec<_>>()
-        .join(" OR ")
-}
+use support::expression;
 
 /// Runs `threads` threads for `run`; returns the queries each completed.
 fn measure(
@@ -152,15 +133,7 @@ fn main() {
     let pool = CorpusPool::new(&index, 16).expect("corpus pool");
     let mix: Vec<String> = QUESTIONS.iter().map(|q| expression(q)).collect();
     let request = vec![expression(REQUEST_QUESTION)];
-    let question_mix: Vec<String> =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/mix.jsonl"))
-            .expect("bench/mix.jsonl")
-            .lines()
-            .map(|line| {
-                let body: serde_json::Value = serde_json::from_str(line).expect("a JSON body");
-                expression(body["question"].as_str().expect("a question"))
-            })
-            .collect();
+    let question_mix = support::mix();
     let plugin_request = Work::RankThenSnippets {
         pool: REQUEST_POOL,
         keep: LIMIT as usize,

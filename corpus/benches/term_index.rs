@@ -17,40 +17,9 @@ use turnstile_corpus::{CorpusBytes, CorpusIndex, CorpusPool, CorpusSession, Rank
 const POOL: u32 = 50;
 const KEEP: usize = 5;
 
-// The plugins' own stop-word list, so the expressions here are exactly the plugins'.
-include!("../../plugins/query/src/stop_words.rs");
+mod support;
 
-/// The expression the plugins build: lowercased terms, stop words dropped, deduplicated, each
-/// quoted, joined with ` OR `.
-fn expression(question: &str) -> String {
-    let mut terms: Vec<String> = Vec::new();
-    for word in question
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-    {
-        let word = word.to_lowercase();
-        if !STOP_WORDS.contains(&word.as_str()) && !terms.contains(&word) {
-            terms.push(word);
-        }
-    }
-    terms
-        .iter()
-        .map(|t| format!("\"{t}\""))
-        .collect::<Vec<_>>()
-        .join(" OR ")
-}
-
-/// The mix's expressions (`bench/mix.jsonl`: one JSON body per line).
-fn mix() -> Vec<String> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/mix.jsonl"))
-        .expect("bench/mix.jsonl");
-    text.lines()
-        .map(|line| {
-            let body: serde_json::Value = serde_json::from_str(line).expect("a JSON body");
-            expression(body["question"].as_str().expect("a question"))
-        })
-        .collect()
-}
+use support::mix;
 
 fn bench(c: &mut Criterion) {
     let cache = tempfile::tempdir().expect("temporary directory");
