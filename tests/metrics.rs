@@ -240,8 +240,8 @@ fn promtool_accepts(text: &str) {
 }
 
 /// The default plugin's questions are ranked by the corpus's term index, not FTS5, and snippeted
-/// by it (but for documents whose text is not ASCII), and the scrape says so (with the index's
-/// memory).
+/// by it (but for documents whose text is not ASCII), the delay fixture's searches too, and the
+/// scrape says so (with the index's memory).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_term_index_answers_the_default_plugins_queries() {
     let server = TestServer::start(&[]).await;
@@ -262,5 +262,30 @@ async fn the_term_index_answers_the_default_plugins_queries() {
     assert!(queries("snippet", "term_index") >= 2.0);
     assert!(queries("snippet", "term_index") > queries("snippet", "fts5"));
     assert!(value(&s, "turnstile_corpus_term_index_bytes") > 1e6);
+    assert_eq!(queries("search", "fts5"), 0.0);
+    // The delay fixture calls `search` (contract 0.1.0), not `rank`: the term index answers that
+    // too, snippets included.
+    let swapped = server
+        .client
+        .post(server.url("/admin/plugin"))
+        .json(&json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(swapped.status().as_u16(), 200);
+    let (status, body): (u16, Value) = server
+        .retrieve(json!({"question": "round half up decimal rounding"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body["sources"].as_array().unwrap().is_empty(), "{body}");
+    let s = samples(&server.get("/metrics").await.text().await.unwrap());
+    let queries = |call: &str, path: &str| {
+        value(
+            &s,
+            &format!(r#"turnstile_corpus_queries_total{{call="{call}",path="{path}"}}"#),
+        )
+    };
+    assert!(queries("search", "term_index") >= 1.0);
+    assert_eq!(queries("search", "fts5"), 0.0);
     server.stop().await;
 }

@@ -1,10 +1,11 @@
 //! Recognising an FTS5 expression the [`TermIndex`](super::term_index::TermIndex) can rank, and
 //! turning its terms into FTS5's tokens.
 //!
-//! The index answers exactly one shape: quoted strings joined by `OR` (`"parse" OR "command"`),
-//! each string one token once tokenized — what turnstile's plugins send. Anything else (bare
-//! words, `AND`, `NEAR`, prefixes, column filters, a string of two tokens, which is a phrase) goes
-//! to FTS5 as before, so the index never has to understand FTS5's grammar, only recognise this.
+//! The index answers exactly one shape: quoted strings joined by `OR` (`"parse" OR "command" OR
+//! "default_factory"`), each string a phrase of one or more tokens once tokenized — what
+//! turnstile's plugins send. Anything else (bare words, `AND`, `NEAR`, prefixes, column filters,
+//! a string of no token) goes to FTS5 as before, so the index never has to understand FTS5's
+//! grammar, only recognise this.
 //!
 //! A term's tokens are FTS5's own: a private in-memory FTS5 table with the corpus's tokenizer
 //! tokenizes it (a few microseconds; the corpus index is not touched), and a bounded map keeps the
@@ -23,6 +24,9 @@ pub(crate) const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
 const MAX_REMEMBERED_TERMS: usize = 65_536;
 /// Longer terms are tokenized every time rather than remembered.
 const MAX_REMEMBERED_TERM_BYTES: usize = 64;
+/// A phrase of more tokens goes to FTS5 (the index compares a phrase token by token in every
+/// document that has its rarest token; this bounds that work per document).
+const MAX_PHRASE_TOKENS: u32 = 16;
 
 /// The terms of `expression` when it is quoted strings joined by `OR` and nothing else (`""`
 /// inside a string is a quote), or `None`.
@@ -59,15 +63,14 @@ pub(crate) fn terms(expression: &str) -> Option<Vec<String>> {
     }
 }
 
-/// FTS5's tokenizer, for query terms: the one token each term is, or `None` for a term of no
-/// token or of several (a phrase).
+/// FTS5's tokenizer, for query terms: the tokens of each term (a phrase when there are several).
 pub(crate) struct Tokenizer {
     inner: Mutex<Inner>,
 }
 
 struct Inner {
     conn: Connection,
-    remembered: HashMap<String, Option<Box<str>>>,
+    remembered: HashMap<String, Option<Vec<Box<str>>>>,
 }
 
 impl Tokenizer {
@@ -86,9 +89,9 @@ impl Tokenizer {
         })
     }
 
-    /// The token of each term, in order, or `None` if a term is not exactly one token (or the
-    /// tokenizer failed: the caller then asks FTS5 itself).
-    pub(crate) fn tokens(&self, terms: &[String]) -> Option<Vec<Box<str>>> {
+    /// The tokens of each term, in order, or `None` if a term has no token or more than
+    /// `MAX_PHRASE_TOKENS` (or the tokenizer failed): the caller then asks FTS5 itself.
+    pub(crate) fn tokens(&self, terms: &[String]) -> Option<Vec<Vec<Box<str>>>> {
         let mut inner = self.inner.lock().ok()?;
         let mut tokens = Vec::with_capacity(terms.len());
         for term in terms {
@@ -112,24 +115,24 @@ impl Tokenizer {
 }
 
 impl Inner {
-    fn tokenize(&self, term: &str) -> rusqlite::Result<Option<Box<str>>> {
+    fn tokenize(&self, term: &str) -> rusqlite::Result<Option<Vec<Box<str>>>> {
         self.conn
             .prepare_cached("INSERT INTO t (rowid, x) VALUES (1, ?1)")?
             .execute(params![term])?;
-        let tokens: rusqlite::Result<Vec<String>> = self
+        let tokens: rusqlite::Result<Vec<Box<str>>> = self
             .conn
-            .prepare_cached("SELECT term FROM v LIMIT 2")?
-            .query_map([], |r| r.get(0))?
+            .prepare_cached("SELECT term FROM v ORDER BY offset LIMIT ?1")?
+            .query_map([MAX_PHRASE_TOKENS + 1], |r| {
+                r.get::<_, String>(0).map(String::into_boxed_str)
+            })?
             .collect();
         self.conn
             .prepare_cached("DELETE FROM t WHERE rowid = 1")?
             .execute([])?;
-        let mut tokens = tokens?;
-        Ok(if tokens.len() == 1 {
-            tokens.pop().map(String::into_boxed_str)
-        } else {
-            None
-        })
+        let tokens = tokens?;
+        Ok((1..=MAX_PHRASE_TOKENS as usize)
+            .contains(&tokens.len())
+            .then_some(tokens))
     }
 }
 
@@ -168,21 +171,38 @@ mod tests {
     fn tokens_are_fts5s() {
         let tokenizer = Tokenizer::new().unwrap();
         let terms = |ts: &[&str]| ts.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        let strs = |got: Vec<Vec<Box<str>>>| -> Vec<Vec<String>> {
+            got.iter()
+                .map(|p| p.iter().map(|t| t.to_string()).collect())
+                .collect()
+        };
         let got = tokenizer
             .tokens(&terms(&["Parsing", "arguments", "café", "asyncio"]))
             .unwrap();
         assert_eq!(
-            got.iter().map(|t| &**t).collect::<Vec<_>>(),
-            ["pars", "argument", "cafe", "asyncio"]
+            strs(got),
+            [["pars"], ["argument"], ["cafe"], ["asyncio"]].map(|p| p.map(String::from).to_vec())
         );
         // Remembered: the same answer again.
         assert_eq!(
-            tokenizer.tokens(&terms(&["Parsing"])).unwrap()[0].as_ref(),
-            "pars"
+            strs(tokenizer.tokens(&terms(&["Parsing"])).unwrap()),
+            [["pars"]]
         );
-        // A phrase, or no token at all: not for the index.
-        assert!(tokenizer.tokens(&terms(&["path_join"])).is_none());
+        // A phrase: its tokens in order (not FTS5's vocabulary order), a repeated one twice.
+        assert_eq!(
+            strs(
+                tokenizer
+                    .tokens(&terms(&["round_half_up", "b a b"]))
+                    .unwrap()
+            ),
+            [vec!["round", "half", "up"], vec!["b", "a", "b"]]
+        );
+        // No token at all, or too many: not for the index.
         assert!(tokenizer.tokens(&terms(&["…"])).is_none());
-        assert!(tokenizer.tokens(&terms(&["ok", "a b"])).is_none());
+        assert!(tokenizer.tokens(&terms(&["ok", "-"])).is_none());
+        let long = vec!["w"; MAX_PHRASE_TOKENS as usize + 1].join(" ");
+        assert!(tokenizer.tokens(&terms(&[long.as_str()])).is_none());
+        let longest = vec!["w"; MAX_PHRASE_TOKENS as usize].join(" ");
+        assert!(tokenizer.tokens(&terms(&[longest.as_str()])).is_some());
     }
 }

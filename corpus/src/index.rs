@@ -13,7 +13,8 @@ use super::{CorpusError, term_index, vectors};
 /// 2: the `ids` table (lookups by id use an index) and the content checksum.
 /// 3: the `vectors` table (document embeddings) and the embedding model's fingerprint.
 /// 4: the `postings` and `doc_sizes` tables (the term index: bm25 without SQL).
-const SCHEMA_VERSION: &str = "4";
+/// 5: `doc_terms` holds each document's title tokens too (phrases in the term index).
+const SCHEMA_VERSION: &str = "5";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -38,12 +38,35 @@ pub(super) struct PoolInner {
     ids: HashSet<Box<str>>,
     pub(super) terms: TermIndex,
     pub(super) tokenizer: Tokenizer,
-    /// `rank` calls answered by the term index, and by FTS5.
-    pub(super) ranked_by_index: AtomicU64,
-    pub(super) ranked_by_fts5: AtomicU64,
-    /// `snippet` calls answered by the term index, and by FTS5.
-    pub(super) snippets_by_index: AtomicU64,
-    pub(super) snippets_by_fts5: AtomicU64,
+    /// Who answered the `search`, `rank` and `snippet` calls.
+    pub(super) searched: Paths,
+    pub(super) ranked: Paths,
+    pub(super) snippets: Paths,
+}
+
+/// How many calls of one kind the term index answered, and how many went to FTS5.
+#[derive(Default)]
+pub(super) struct Paths {
+    by_index: AtomicU64,
+    by_fts5: AtomicU64,
+}
+
+impl Paths {
+    pub(super) fn count(&self, by_index: bool) {
+        let counter = if by_index {
+            &self.by_index
+        } else {
+            &self.by_fts5
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> (u64, u64) {
+        (
+            self.by_index.load(Ordering::Relaxed),
+            self.by_fts5.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl CorpusPool {
@@ -88,10 +111,9 @@ impl CorpusPool {
                 ids,
                 terms,
                 tokenizer,
-                ranked_by_index: AtomicU64::new(0),
-                ranked_by_fts5: AtomicU64::new(0),
-                snippets_by_index: AtomicU64::new(0),
-                snippets_by_fts5: AtomicU64::new(0),
+                searched: Paths::default(),
+                ranked: Paths::default(),
+                snippets: Paths::default(),
             }),
         })
     }
@@ -149,20 +171,20 @@ impl CorpusPool {
     }
 
     /// How many `rank` calls the term index answered, and how many went to FTS5 (an expression
-    /// of another shape than quoted single-token terms joined by `OR`).
+    /// of another shape than quoted terms joined by `OR`).
     pub fn rank_paths(&self) -> (u64, u64) {
-        (
-            self.inner.ranked_by_index.load(Ordering::Relaxed),
-            self.inner.ranked_by_fts5.load(Ordering::Relaxed),
-        )
+        self.inner.ranked.get()
     }
 
     /// How many `snippet` calls the term index answered, and how many went to FTS5.
     pub fn snippet_paths(&self) -> (u64, u64) {
-        (
-            self.inner.snippets_by_index.load(Ordering::Relaxed),
-            self.inner.snippets_by_fts5.load(Ordering::Relaxed),
-        )
+        self.inner.snippets.get()
+    }
+
+    /// How many `search` calls the term index answered (its snippets too, but for a document
+    /// whose text is not ASCII), and how many went to FTS5.
+    pub fn search_paths(&self) -> (u64, u64) {
+        self.inner.searched.get()
     }
 
     /// Bytes the term index holds in memory.

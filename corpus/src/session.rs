@@ -1,11 +1,11 @@
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::disjunction;
 use super::pool::{PoolInner, Reader};
+use super::term_index::Phrase;
 use super::{CorpusError, Document};
 
 /// Bounds on what one session call accepts and returns. They answer a plugin (or a question
@@ -128,7 +128,66 @@ impl CorpusSession {
     }
 
     /// bm25-ranked full-text search, best first. `limit` is clamped to 1..=50.
+    ///
+    /// Like [`Self::rank`], an expression of quoted terms joined by `OR` is answered by the
+    /// term index (FTS5's ranks and snippets, computed in memory); any other goes to FTS5.
     pub fn search(&self, expression: &str, limit: u32) -> Result<Vec<Candidate>, CorpusError> {
+        check_expression(expression)?;
+        let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
+        let found = self
+            .phrases(expression)
+            .and_then(|phrases| self.search_by_index(expression, &phrases, limit as usize));
+        self.pool.searched.count(found.is_some());
+        match found {
+            Some(found) => found,
+            None => self.search_by_fts5(expression, limit),
+        }
+    }
+
+    /// [`Self::search`] through the term index: its ranking, and its snippets but for a document
+    /// whose text only FTS5 can snippet.
+    fn search_by_index(
+        &self,
+        expression: &str,
+        phrases: &[Phrase],
+        limit: usize,
+    ) -> Option<Result<Vec<Candidate>, CorpusError>> {
+        let ranked = self.rank_by_index(phrases, limit)?;
+        let mut found = Vec::with_capacity(ranked.len());
+        for Ranked {
+            doc,
+            id,
+            title,
+            rank,
+        } in ranked
+        {
+            // Every ranked document matches, so it has a snippet.
+            let snippet = match self.pool.terms.snippet(phrases, doc) {
+                Some(snippet) => snippet,
+                None => match self.snippet_by_fts5(expression, doc) {
+                    Ok(snippet) => snippet,
+                    Err(e) => return Some(Err(e)),
+                },
+            };
+            found.push(Candidate {
+                id,
+                title,
+                snippet: truncate(
+                    snippet.unwrap_or_default(),
+                    SessionLimits::MAX_SNIPPET_BYTES,
+                ),
+                rank,
+            });
+        }
+        Some(Ok(found))
+    }
+
+    /// [`Self::search`] through FTS5 (`SEARCH_SQL`).
+    pub fn search_by_fts5(
+        &self,
+        expression: &str,
+        limit: u32,
+    ) -> Result<Vec<Candidate>, CorpusError> {
         check_expression(expression)?;
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
         self.budgeted(|conn| {
@@ -178,34 +237,35 @@ impl CorpusSession {
 
     /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.
     ///
-    /// An expression of quoted single-token terms joined by `OR` (what turnstile's plugins send)
-    /// is ranked by the corpus's term index, in memory, with FTS5's own bm25 (same documents, same
-    /// order, same ranks); any other goes to FTS5.
+    /// An expression of quoted terms joined by `OR` (what turnstile's plugins send; a term of
+    /// several tokens is a phrase) is ranked by the corpus's term index, in memory, with FTS5's
+    /// own bm25 (same documents, same order, same ranks); any other goes to FTS5.
     pub fn rank(&self, expression: &str, limit: u32) -> Result<Vec<Ranked>, CorpusError> {
         check_expression(expression)?;
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES);
-        if let Some(ranked) = self.rank_by_index(expression, limit as usize) {
-            self.pool.ranked_by_index.fetch_add(1, Ordering::Relaxed);
-            return Ok(ranked);
+        let ranked = self
+            .phrases(expression)
+            .and_then(|phrases| self.rank_by_index(&phrases, limit as usize));
+        self.pool.ranked.count(ranked.is_some());
+        match ranked {
+            Some(ranked) => Ok(ranked),
+            None => self.rank_by_fts5(expression, limit),
         }
-        self.pool.ranked_by_fts5.fetch_add(1, Ordering::Relaxed);
-        self.rank_by_fts5(expression, limit)
     }
 
     /// The expression's terms as the term index numbers its tokens, or `None` when the expression
     /// is not for the index (see [`disjunction`]).
-    fn phrases(&self, expression: &str) -> Option<Vec<Option<u32>>> {
+    fn phrases(&self, expression: &str) -> Option<Vec<Phrase>> {
         let terms = disjunction::terms(expression)?;
         let tokens = self.pool.tokenizer.tokens(&terms)?;
-        Some(self.pool.terms.numbers(&tokens))
+        Some(self.pool.terms.phrases(&tokens))
     }
 
-    /// [`Self::rank`] through the term index, or `None` when the expression is not for it.
-    fn rank_by_index(&self, expression: &str, limit: usize) -> Option<Vec<Ranked>> {
-        let phrases = self.phrases(expression)?;
+    /// [`Self::rank`] through the term index.
+    fn rank_by_index(&self, phrases: &[Phrase], limit: usize) -> Option<Vec<Ranked>> {
         self.pool
             .terms
-            .rank(&phrases, limit)
+            .rank(phrases, limit)
             .into_iter()
             .map(|(position, rank)| {
                 let (doc, id, title) = self.pool.vectors.document(position as usize)?;
@@ -241,20 +301,19 @@ impl CorpusSession {
     /// The snippet [`Self::search`] would give document `doc` for `expression`, or `None` when
     /// that document does not match it (or does not exist).
     ///
-    /// Like [`Self::rank`], an expression of quoted single-token terms joined by `OR` gets its
+    /// Like [`Self::rank`], an expression of quoted terms joined by `OR` gets its
     /// snippet from the term index (FTS5's algorithm on the document's tokens: the same bytes)
     /// for every document whose text it holds; any other goes to FTS5.
     pub fn snippet(&self, expression: &str, doc: u64) -> Result<Option<String>, CorpusError> {
         check_expression(expression)?;
-        if let Some(snippet) = self
+        let snippet = self
             .phrases(expression)
-            .and_then(|phrases| self.pool.terms.snippet(&phrases, doc))
-        {
-            self.pool.snippets_by_index.fetch_add(1, Ordering::Relaxed);
-            return Ok(snippet.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES)));
+            .and_then(|phrases| self.pool.terms.snippet(&phrases, doc));
+        self.pool.snippets.count(snippet.is_some());
+        match snippet {
+            Some(snippet) => Ok(snippet.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES))),
+            None => self.snippet_by_fts5(expression, doc),
         }
-        self.pool.snippets_by_fts5.fetch_add(1, Ordering::Relaxed);
-        self.snippet_by_fts5(expression, doc)
     }
 
     /// [`Self::snippet`] through FTS5 (`SNIPPET_SQL`).
@@ -575,9 +634,11 @@ mod tests {
 
     /// The term index ranks exactly as FTS5 does — the same documents in the same order with
     /// the same `f64` ranks — for every dev-set question's terms (stop words kept: they match most
-    /// of the corpus, with ties and floored idfs) at limits 50 and 5, and for stems that repeat,
-    /// words absent from the corpus and phrases (which go to FTS5); and its snippets are FTS5's,
-    /// byte for byte.
+    /// of the corpus, with ties and floored idfs) at limits 50 and 5, for the same questions cut
+    /// at white space only (phrases: `round_half_up`, `os.path.join`, `don't`), and for stems
+    /// that repeat, words absent from the corpus, repeated tokens in a phrase and phrases that
+    /// would cross from a title into its text; its snippets and searches are FTS5's, byte for
+    /// byte.
     #[test]
     fn the_term_index_ranks_as_fts5_does() {
         let dir = tempfile::tempdir().unwrap();
@@ -590,21 +651,24 @@ mod tests {
             "/../tests/eval/dev_questions.jsonl"
         ))
         .unwrap();
-        let mut expressions: Vec<String> = questions
-            .lines()
-            .map(|line| {
-                let q: serde_json::Value = serde_json::from_str(line).unwrap();
-                let words: Vec<String> = q["q"]
-                    .as_str()
-                    .unwrap()
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| !w.is_empty())
-                    .take(SessionLimits::MAX_EXPRESSION_TERMS)
-                    .map(|w| format!("\"{w}\""))
-                    .collect();
-                words.join(" OR ")
-            })
-            .collect();
+        let expression = |words: &mut dyn Iterator<Item = &str>| -> String {
+            words
+                .filter(|w| w.chars().any(char::is_alphanumeric))
+                .take(SessionLimits::MAX_EXPRESSION_TERMS)
+                .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        };
+        let mut expressions: Vec<String> = Vec::new();
+        for line in questions.lines() {
+            let q: serde_json::Value = serde_json::from_str(line).unwrap();
+            let q = q["q"].as_str().unwrap();
+            expressions.push(expression(&mut q.split(|c: char| !c.is_alphanumeric())));
+            let phrases = expression(&mut q.split_whitespace());
+            if phrases != *expressions.last().unwrap() {
+                expressions.push(phrases);
+            }
+        }
         expressions.extend(
             [
                 r#""parse" OR "parsing" OR "parsed""#,
@@ -612,9 +676,27 @@ mod tests {
                 r#""zzqx""#,
                 r#""the" OR "a" OR "of""#,
                 r#""path_join" OR "os""#,
+                r#""round_half_up" OR "zzqx_round""#,
+                r#""the the" OR "a a a" OR "the""#,
+                r#""default_factory" OR "default" OR "default_factory""#,
             ]
             .map(String::from),
         );
+        // A title's last word and its text's first: a phrase no column has, unless by chance.
+        for doc in session.rank(r#""parse" OR "json""#, 20).unwrap() {
+            let d = session.get(&doc.id).unwrap().unwrap();
+            let last = d
+                .title
+                .split(|c: char| !c.is_alphanumeric())
+                .rfind(|w| !w.is_empty());
+            let first = d
+                .text
+                .split(|c: char| !c.is_alphanumeric())
+                .find(|w| !w.is_empty());
+            if let (Some(last), Some(first)) = (last, first) {
+                expressions.push(format!(r#""{last} {first}""#));
+            }
+        }
         let (mut by_index, mut by_fts5) = (0, 0);
         for expression in &expressions {
             for limit in [50, 5] {
@@ -639,6 +721,11 @@ mod tests {
                     "{expression}, document {doc}"
                 );
             }
+            assert_eq!(
+                session.search(expression, 10).unwrap(),
+                session.search_by_fts5(expression, 10).unwrap(),
+                "{expression}"
+            );
         }
         let (snippets_by_index, snippets_by_fts5) = pool.snippet_paths();
         // The few documents whose text is not ASCII go to FTS5.
@@ -646,9 +733,14 @@ mod tests {
             snippets_by_index > 20 * snippets_by_fts5,
             "{snippets_by_index} / {snippets_by_fts5}"
         );
-        // Only the expression with a phrase (`path_join`: two tokens) went to FTS5.
-        assert_eq!(by_fts5, 2);
-        assert_eq!(by_index, 2 * expressions.len() as u64 - 2);
+        // Every expression was the index's, phrases included.
+        assert_eq!(by_fts5, 0);
+        assert_eq!(by_index, 2 * expressions.len() as u64);
+        let (searched_by_index, searched_by_fts5) = pool.search_paths();
+        assert_eq!(
+            (searched_by_index, searched_by_fts5),
+            (expressions.len() as u64, 0)
+        );
         drop(session);
         drop(pool);
         dir.close().unwrap();

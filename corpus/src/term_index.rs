@@ -8,7 +8,10 @@
 //! document's size, all read from FTS5 itself when the index file is built (`fts5vocab`), so the
 //! tokens are FTS5's by construction. [`TermIndex::rank`] computes the very `bm25()` FTS5 computes
 //! (same formula, same operations in the same order, so the same `f64`s) for the matching
-//! documents, term at a time into a reused accumulator, and keeps the best.
+//! documents, term at a time into a reused accumulator, and keeps the best. A phrase of several
+//! tokens (`"round_half_up"`: `round half up`) gets its postings when asked: the documents that
+//! have its rarest token and all the others, where its tokens follow one another in one column
+//! (counted in each document's `title` and `text` tokens, which the index keeps in order).
 //!
 //! It also makes FTS5's `snippet()` of the `text` column without FTS5 ([`TermIndex::snippet`]):
 //! asked for one document, FTS5 re-parses the expression and seeks every term's doclist to it
@@ -19,9 +22,10 @@
 //! is exactly unicode61's rule for ASCII text; a document with any other byte, or whose count of
 //! runs differs from FTS5's count of tokens, is left to FTS5.
 //!
-//! Memory: 8 bytes per posting, 4 per token of text, the texts, 20 per document and the terms'
-//! text (`TermIndex::heap_bytes`).
+//! Memory: 12 bytes per posting, 4 per token of title and text, the texts, about 64 per document
+//! and the terms' text (`TermIndex::heap_bytes`).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
@@ -51,14 +55,14 @@ const MAX_IDLE_SCRATCH: usize = 8;
 /// Reads every token instance of the `docs` table through an `fts5vocab` table and stores, per
 /// token (numbered in FTS5's order), its postings (document position in rowid order, count in
 /// `title`, count in `text`: three little-endian u32 each); per document, its size in tokens
-/// (little-endian u32) and its `text` column's tokens in order (their numbers, little-endian
-/// u32).
+/// (little-endian u32) and its `title` and `text` columns' tokens in order (their numbers,
+/// little-endian u32).
 pub(super) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, 'docs', 'instance');
          CREATE TABLE postings (id INTEGER PRIMARY KEY, term TEXT NOT NULL, p BLOB NOT NULL);
          CREATE TABLE doc_sizes (s BLOB NOT NULL);
-         CREATE TABLE doc_terms (doc INTEGER PRIMARY KEY, t BLOB NOT NULL);",
+         CREATE TABLE doc_terms (doc INTEGER PRIMARY KEY, ti BLOB NOT NULL, t BLOB NOT NULL);",
     )?;
     let rowids: Vec<i64> = tx
         .prepare("SELECT rowid FROM docs ORDER BY rowid")?
@@ -72,7 +76,8 @@ pub(super) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
             .ok_or(rusqlite::Error::QueryReturnedNoRows)
     };
     let mut sizes = vec![0u32; rowids.len()];
-    // (offset, token number) of every token of each document's text.
+    // (offset, token number) of every token of each document's title and text.
+    let mut title_tokens: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rowids.len()];
     let mut text_tokens: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rowids.len()];
     let mut insert = tx.prepare("INSERT INTO postings (id, term, p) VALUES (?1, ?2, ?3)")?;
     // The instance table is ordered by term, then document, column and offset.
@@ -113,9 +118,12 @@ pub(super) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
                 current = Some((doc, u32::from(in_title), u32::from(!in_title)));
             }
         }
-        if !in_title {
-            text_tokens[doc as usize].push((offset, number));
-        }
+        let column = if in_title {
+            &mut title_tokens
+        } else {
+            &mut text_tokens
+        };
+        column[doc as usize].push((offset, number));
         sizes[doc as usize] += 1;
     }
     flush_posting(&mut blob, current.take());
@@ -124,11 +132,13 @@ pub(super) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     }
     let sizes: Vec<u8> = sizes.iter().flat_map(|s| s.to_le_bytes()).collect();
     tx.execute("INSERT INTO doc_sizes (s) VALUES (?1)", [sizes])?;
-    let mut insert = tx.prepare("INSERT INTO doc_terms (doc, t) VALUES (?1, ?2)")?;
-    for (doc, mut tokens) in text_tokens.into_iter().enumerate() {
+    let mut insert = tx.prepare("INSERT INTO doc_terms (doc, ti, t) VALUES (?1, ?2, ?3)")?;
+    let in_order = |mut tokens: Vec<(u32, u32)>| -> Vec<u8> {
         tokens.sort_unstable();
-        let blob: Vec<u8> = tokens.iter().flat_map(|(_, t)| t.to_le_bytes()).collect();
-        insert.execute(params![doc as i64, blob])?;
+        tokens.iter().flat_map(|(_, t)| t.to_le_bytes()).collect()
+    };
+    for (doc, (title, text)) in title_tokens.into_iter().zip(text_tokens).enumerate() {
+        insert.execute(params![doc as i64, in_order(title), in_order(text)])?;
     }
     tx.execute_batch("DROP TABLE temp.vocab;")?;
     Ok(())
@@ -137,17 +147,23 @@ pub(super) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// One token's postings: the documents it occurs in (positions, ascending) and, for each, bm25's
 /// term-frequency part `f × (k1 + 1) / (f + k1 × (1 - b + b × D / avgdl))`, where `f` is FTS5's
 /// weighted count `4 × title + 1 × text` — computed once, as FTS5 computes it per row, so a query
-/// only multiplies it by the token's idf and adds.
+/// only multiplies it by the token's idf and adds. A phrase of several tokens gets its postings
+/// the same way, made when a query asks for it ([`TermIndex::phrase_postings`]).
+#[derive(Clone)]
 struct Postings {
     docs: Vec<u32>,
     part: Vec<f64>,
 }
 
 /// A document's `text` column as the snippet needs it: the text, and its tokens' numbers in order.
-struct DocText {
-    text: Box<str>,
-    tokens: Box<[u32]>,
+struct DocText<'a> {
+    text: &'a str,
+    tokens: &'a [u32],
 }
+
+/// A query's phrase as the index numbers its tokens: `None` when one of its tokens is in no
+/// document (the phrase then matches nothing, as in FTS5).
+pub(crate) type Phrase = Option<Box<[u32]>>;
 
 /// The postings of every token and what bm25 and snippets need of every document, in memory.
 pub(crate) struct TermIndex {
@@ -157,8 +173,11 @@ pub(crate) struct TermIndex {
     /// normalisation, computed once exactly as FTS5 computes it per row.
     norm: Vec<f64>,
     rowids: Vec<u64>,
+    /// Per document: its `title` and `text` columns' tokens in order (for phrases and snippets).
+    title_tokens: Vec<Box<[u32]>>,
+    text_tokens: Vec<Box<[u32]>>,
     /// Per document: its text, or `None` where FTS5 makes the snippet (see the module's doc).
-    texts: Vec<Option<DocText>>,
+    texts: Vec<Option<Box<str>>>,
     scratch: Mutex<Vec<Scratch>>,
 }
 
@@ -225,18 +244,23 @@ impl TermIndex {
         }
         let mut rowids = Vec::with_capacity(documents);
         let mut texts = Vec::with_capacity(documents);
+        let mut title_tokens = Vec::with_capacity(documents);
+        let mut text_tokens = Vec::with_capacity(documents);
         let mut stmt = conn.prepare("SELECT rowid, text FROM docs ORDER BY rowid")?;
-        let mut terms = conn.prepare("SELECT t FROM doc_terms ORDER BY doc")?;
+        let mut terms = conn.prepare("SELECT ti, t FROM doc_terms ORDER BY doc")?;
         let mut terms = terms.query([])?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let tokens: Vec<u32> = match terms.next()? {
-                Some(t) => words(t.get_ref(0)?.as_blob()?)?.collect(),
-                None => return Err(corrupt("document tokens")),
+            let Some(t) = terms.next()? else {
+                return Err(corrupt("document tokens"));
             };
+            let title: Box<[u32]> = words(t.get_ref(0)?.as_blob()?)?.collect();
+            let tokens: Box<[u32]> = words(t.get_ref(1)?.as_blob()?)?.collect();
             rowids.push(row.get::<_, i64>(0)?.unsigned_abs());
             let text = row.get_ref(1)?.as_str().unwrap_or_default();
-            texts.push(DocText::new(text, tokens));
+            texts.push(DocText::snippets_here(text, &tokens).then(|| text.into()));
+            title_tokens.push(title);
+            text_tokens.push(tokens);
         }
         if rowids.len() != documents {
             return Err(corrupt("document count"));
@@ -246,6 +270,8 @@ impl TermIndex {
             postings,
             norm,
             rowids,
+            title_tokens,
+            text_tokens,
             texts,
             scratch: Mutex::new(Vec::new()),
         })
@@ -256,19 +282,70 @@ impl TermIndex {
         self.norm.len()
     }
 
-    /// The number of each token, `None` for a token no document has.
-    pub(crate) fn numbers(&self, tokens: &[Box<str>]) -> Vec<Option<u32>> {
-        tokens
+    /// Each phrase (its tokens, in order) as the index numbers its tokens.
+    pub(crate) fn phrases(&self, phrases: &[Vec<Box<str>>]) -> Vec<Phrase> {
+        phrases
             .iter()
-            .map(|t| self.numbers.get(t).copied())
+            .map(|tokens| {
+                tokens
+                    .iter()
+                    .map(|t| self.numbers.get(t).copied())
+                    .collect()
+            })
             .collect()
     }
 
-    /// The `limit` best documents for the disjunction of `phrases` (token numbers, one token per
-    /// phrase, in query order; a token may repeat, as a phrase may in FTS5), as (position, bm25
-    /// rank) with FTS5's sign (lower is better), best first, ties by position: what `ORDER BY
-    /// bm25(docs, 0.0, 0.0, 4.0, 1.0) LIMIT limit` returns for `"t1" OR "t2" OR …`.
-    pub(crate) fn rank(&self, phrases: &[Option<u32>], limit: usize) -> Vec<(u32, f64)> {
+    /// The postings of a phrase of several tokens: the documents where its tokens follow one
+    /// another in one column, with bm25's term-frequency part of its weighted count of instances
+    /// there (FTS5 counts every position a phrase starts at, overlapping ones too).
+    fn phrase_postings(&self, tokens: &[u32]) -> Postings {
+        let lists: Vec<&[u32]> = tokens
+            .iter()
+            .map(|&n| self.postings[n as usize].docs.as_slice())
+            .collect();
+        let (mut docs, mut part) = (Vec::new(), Vec::new());
+        // Every document of the rarest token that has all the others too.
+        let Some(rarest) = lists.iter().min_by_key(|l| l.len()) else {
+            return Postings { docs, part };
+        };
+        for &doc in *rarest {
+            if !lists.iter().all(|l| l.binary_search(&doc).is_ok()) {
+                continue;
+            }
+            let d = doc as usize;
+            let title = starts(&self.title_tokens[d], tokens).count();
+            let text = starts(&self.text_tokens[d], tokens).count();
+            if title + text == 0 {
+                continue;
+            }
+            let f = weighted(
+                u32::try_from(title).unwrap_or(u32::MAX),
+                u32::try_from(text).unwrap_or(u32::MAX),
+            );
+            docs.push(doc);
+            part.push((f * (K1 + 1.0)) / (f + self.norm[d]));
+        }
+        Postings { docs, part }
+    }
+
+    /// The postings of each phrase that matches something: a single token's as they are, a
+    /// longer phrase's made now.
+    fn lists<'a>(&'a self, phrases: &'a [Phrase]) -> Vec<Cow<'a, Postings>> {
+        phrases
+            .iter()
+            .flatten()
+            .map(|tokens| match **tokens {
+                [n] => Cow::Borrowed(&self.postings[n as usize]),
+                _ => Cow::Owned(self.phrase_postings(tokens)),
+            })
+            .collect()
+    }
+
+    /// The `limit` best documents for the disjunction of `phrases` (in query order; a phrase may
+    /// repeat, as in FTS5), as (position, bm25 rank) with FTS5's sign (lower is better), best
+    /// first, ties by position: what `ORDER BY bm25(docs, 0.0, 0.0, 4.0, 1.0) LIMIT limit`
+    /// returns for `"t1" OR "t2 t3" OR …`.
+    pub(crate) fn rank(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
         let documents = self.norm.len();
         if limit == 0 || documents == 0 {
             return Vec::new();
@@ -282,11 +359,7 @@ impl TermIndex {
                 score: vec![0.0; documents],
                 touched: Vec::new(),
             });
-        let lists: Vec<&Postings> = phrases
-            .iter()
-            .flatten()
-            .map(|&n| &self.postings[n as usize])
-            .collect();
+        let lists = self.lists(phrases);
         // Room for every posting, so a document is recorded without a branch: written at the
         // end, kept (the end moves on) only if its sum was still 0.0.
         let most = lists.iter().map(|p| p.docs.len()).sum::<usize>();
@@ -295,7 +368,7 @@ impl TermIndex {
             touched.resize(most, 0);
         }
         let mut found = 0;
-        for postings in lists {
+        for postings in &lists {
             // FTS5: idf = log((nRow - nHit + 0.5) / (nHit + 0.5)), at least 1e-6.
             let hits = postings.docs.len();
             let idf = (((documents - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
@@ -341,20 +414,29 @@ impl TermIndex {
     /// FTS5's `snippet(docs, 3, '[', ']', '…', 24)` of document `rowid` for the disjunction of
     /// `phrases`: `Some(None)` when the document does not match (or does not exist), `None` when
     /// this document's snippet must come from FTS5.
-    pub(crate) fn snippet(&self, phrases: &[Option<u32>], rowid: u64) -> Option<Option<String>> {
+    pub(crate) fn snippet(&self, phrases: &[Phrase], rowid: u64) -> Option<Option<String>> {
         let Ok(position) = self.rowids.binary_search(&rowid) else {
             return Some(None);
         };
-        let matches = phrases.iter().flatten().any(|&n| {
-            self.postings[n as usize]
+        let matches = phrases.iter().flatten().any(|tokens| match **tokens {
+            [n] => self.postings[n as usize]
                 .docs
                 .binary_search(&(position as u32))
-                .is_ok()
+                .is_ok(),
+            _ => {
+                starts(&self.title_tokens[position], tokens)
+                    .next()
+                    .is_some()
+                    || starts(&self.text_tokens[position], tokens).next().is_some()
+            }
         });
         if !matches {
             return Some(None);
         }
-        let doc = self.texts[position].as_ref()?;
+        let doc = DocText {
+            text: self.texts[position].as_deref()?,
+            tokens: &self.text_tokens[position],
+        };
         Some(Some(doc.snippet(phrases)))
     }
 
@@ -367,13 +449,14 @@ impl TermIndex {
             .map(|p| p.docs.capacity() * 4 + p.part.capacity() * 8 + 56)
             .sum();
         let numbers: usize = self.numbers.keys().map(|t| t.len() + 24).sum();
-        let texts: usize = self
-            .texts
+        let texts: usize = self.texts.iter().flatten().map(|t| t.len()).sum();
+        let tokens: usize = self
+            .title_tokens
             .iter()
-            .flatten()
-            .map(|d| d.text.len() + d.tokens.len() * 4)
+            .chain(&self.text_tokens)
+            .map(|t| t.len() * 4)
             .sum();
-        postings + numbers + texts + self.norm.len() * (8 + 8 + 40)
+        postings + numbers + texts + tokens + self.norm.len() * (8 + 8 + 16 + 16 + 16)
     }
 }
 
@@ -433,33 +516,36 @@ fn ascii_tokens(text: &str) -> Vec<(usize, usize)> {
     tokens
 }
 
-impl DocText {
-    /// The text, if its snippet can be made here: ASCII without NUL, with as many runs of
+/// Where `phrase` starts in `tokens`: every position, overlapping occurrences too.
+fn starts<'a>(tokens: &'a [u32], phrase: &'a [u32]) -> impl Iterator<Item = usize> + 'a {
+    tokens
+        .windows(phrase.len())
+        .enumerate()
+        .filter(move |(_, w)| *w == phrase)
+        .map(|(at, _)| at)
+}
+
+impl DocText<'_> {
+    /// Whether a text's snippet can be made here: ASCII without NUL, with as many runs of
     /// letters and digits as FTS5 has tokens.
-    fn new(text: &str, tokens: Vec<u32>) -> Option<Self> {
-        if !text.is_ascii() || text.contains('\0') || ascii_tokens(text).len() != tokens.len() {
-            return None;
-        }
-        Some(Self {
-            text: text.into(),
-            tokens: tokens.into(),
-        })
+    fn snippets_here(text: &str, tokens: &[u32]) -> bool {
+        text.is_ascii() && !text.contains('\0') && ascii_tokens(text).len() == tokens.len()
     }
 
-    /// `fts5SnippetFunction` for column `text`, with single-token phrases.
-    fn snippet(&self, phrases: &[Option<u32>]) -> String {
+    /// `fts5SnippetFunction` for column `text`.
+    fn snippet(&self, phrases: &[Phrase]) -> String {
         let n_token = SNIPPET_TOKENS as i64;
-        let spans = ascii_tokens(&self.text);
+        let spans = ascii_tokens(self.text);
         let size = self.tokens.len() as i64;
-        // xInst for this column: (phrase, offset), by offset, then phrase.
-        let mut instances: Vec<(usize, i64)> = Vec::new();
-        for (offset, token) in self.tokens.iter().enumerate() {
-            for (phrase, number) in phrases.iter().enumerate() {
-                if *number == Some(*token) {
-                    instances.push((phrase, offset as i64));
-                }
+        // xInst for this column: (phrase, offset, phrase size), by offset, then phrase.
+        let mut instances: Vec<(usize, i64, i64)> = Vec::new();
+        for (phrase, tokens) in phrases.iter().enumerate() {
+            for at in tokens.iter().flat_map(|t| starts(self.tokens, t)) {
+                let size = tokens.as_ref().map_or(1, |t| t.len()) as i64;
+                instances.push((phrase, at as i64, size));
             }
         }
+        instances.sort_unstable_by_key(|&(phrase, offset, _)| (offset, phrase));
         // fts5SentenceFinderCb: the first token of each sentence.
         let bytes = self.text.as_bytes();
         let mut first: Vec<i64> = Vec::new();
@@ -485,14 +571,14 @@ impl DocText {
         let score = |at: i64| -> (i64, i64) {
             let mut seen = vec![false; phrases.len()];
             let (mut total, mut first_at, mut last) = (0i64, -1i64, 0i64);
-            for &(phrase, offset) in &instances {
+            for &(phrase, offset, phrase_size) in &instances {
                 if offset >= at && offset < at + n_token {
                     total += if seen[phrase] { 1 } else { 1000 };
                     seen[phrase] = true;
                     if first_at < 0 {
                         first_at = offset;
                     }
-                    last = offset + 1;
+                    last = offset + phrase_size;
                 }
             }
             let mut adjusted = first_at - (n_token - (last - first_at)) / 2;
@@ -502,7 +588,7 @@ impl DocText {
             (total, adjusted.max(0))
         };
         let (mut best_score, mut best_start) = (0i64, 0i64);
-        for &(_, offset) in &instances {
+        for &(_, offset, _) in &instances {
             let (s, adjusted) = score(offset);
             if s > best_score {
                 best_score = s;
@@ -535,12 +621,12 @@ impl DocText {
     fn highlight(
         &self,
         spans: &[(usize, usize)],
-        instances: &[(usize, i64)],
+        instances: &[(usize, i64, i64)],
         range_start: i64,
         range_end: i64,
         size: i64,
     ) -> String {
-        let text = &self.text;
+        let text = self.text;
         let mut out = String::new();
         // fts5HighlightAppend of `n` bytes from `from` (a negative `n`: to the end).
         let append = |out: &mut String, from: i64, n: i64| {
@@ -555,11 +641,13 @@ impl DocText {
         let mut next_instance = 0;
         let mut next_run = || -> (i64, i64) {
             let (mut start, mut end) = (-1i64, -1i64);
-            while let Some(&(_, offset)) = instances.get(next_instance) {
+            while let Some(&(_, offset, phrase_size)) = instances.get(next_instance) {
+                // FTS5: iEnd = io - 1 + xPhraseSize.
+                let last = offset - 1 + phrase_size;
                 if start < 0 {
-                    (start, end) = (offset, offset);
+                    (start, end) = (offset, last);
                 } else if offset <= end {
-                    end = end.max(offset);
+                    end = end.max(last);
                 } else {
                     break;
                 }

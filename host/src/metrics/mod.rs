@@ -206,9 +206,14 @@ impl Metrics {
         let corpus = generation.plugin.corpus();
         self.gauge("turnstile_corpus_sessions_open", vec![])
             .set(corpus.live_sessions() as f64);
-        let ((rank_index, rank_fts5), (snippet_index, snippet_fts5)) =
-            (corpus.rank_paths(), corpus.snippet_paths());
+        let ((search_index, search_fts5), (rank_index, rank_fts5), (snippet_index, snippet_fts5)) = (
+            corpus.search_paths(),
+            corpus.rank_paths(),
+            corpus.snippet_paths(),
+        );
         for (call, path, value) in [
+            ("search", "term_index", search_index),
+            ("search", "fts5", search_fts5),
             ("rank", "term_index", rank_index),
             ("rank", "fts5", rank_fts5),
             ("snippet", "term_index", snippet_index),
