@@ -27,16 +27,8 @@ OUT="${OUT:-/tmp/corpus-scale-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
 RESULTS="$OUT/results.jsonl"; : >"$RESULTS"
 WORK="$(mktemp -d /tmp/corpus-scale.XXXXXX)"
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-  done
-  rm -rf "$WORK"
-}
+source "$REPO/bench/pids.sh"
+cleanup() { stop_all; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 SHIPPED="$REPO/corpus/python-summaries.jsonl"

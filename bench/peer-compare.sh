@@ -59,22 +59,12 @@ mkdir -p "$OUT"
 RESULTS="$OUT/results.jsonl"; : >"$RESULTS"
 CACHE="$(mktemp -d /tmp/peer-compare-cache.XXXXXX)"
 
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-  done
-  rm -rf "$CACHE"
-}
+source "$REPO/bench/pids.sh"
+cleanup() { stop_all; rm -rf "$CACHE"; }
 trap cleanup EXIT
 stop() {  # stop one PID we started and forget it
-  local p="$1"; kill "$p" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null || true
-  local keep=() q; for q in "${PIDS[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done; PIDS=("${keep[@]}")
+  local p="$1" keep=() q; stop_pid "$p"
+  for q in "${PIDS[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done; PIDS=("${keep[@]}")
 }
 
 start_turnstile() {  # PORT MAX_ACTIVE -> sets TS_PID

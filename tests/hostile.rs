@@ -161,12 +161,8 @@ async fn looping_sleeping_and_slow_candidates_are_refused_and_the_next_swap_work
         json!({"attempt": "slow", "slow_ms": "3000"}),
     ] {
         let response = server
-            .client
-            .post(server.url("/admin/plugin"))
-            .json(&json!({"path": HOSTILE, "config": config}))
-            .send()
-            .await
-            .unwrap();
+            .swap_plugin(json!({"path": HOSTILE, "config": config}))
+            .await;
         assert_eq!(response.status().as_u16(), 422, "{config}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"], "timeout", "{config}: {body}");
@@ -175,12 +171,8 @@ async fn looping_sleeping_and_slow_candidates_are_refused_and_the_next_swap_work
         assert_eq!(served["plugin"]["generation"], 1);
     }
     let good = server
-        .client
-        .post(server.url("/admin/plugin"))
-        .json(&json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
-        .send()
-        .await
-        .unwrap();
+        .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
+        .await;
     assert_eq!(good.status().as_u16(), 200);
     server.stop().await;
 }

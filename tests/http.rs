@@ -247,13 +247,7 @@ async fn the_sandbox_holds() {
             "{attempt}"
         );
         // The same process stays healthy: swap in the default plugin and serve a normal request.
-        let swapped = server
-            .client
-            .post(server.url("/admin/plugin"))
-            .json(&json!({"path": retrieval}))
-            .send()
-            .await
-            .unwrap();
+        let swapped = server.swap_plugin(json!({"path": retrieval})).await;
         assert_eq!(swapped.status().as_u16(), 200, "{attempt}");
         let (status, body) = server.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200, "{attempt}: {body}");

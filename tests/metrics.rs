@@ -64,25 +64,15 @@ async fn a_scrape_after_a_mixed_run_passes_promtool_and_counts_what_clients_saw(
     assert_eq!(b.await.unwrap(), 503);
     assert_eq!(a.await.unwrap(), 200);
     // A fault: swap to the fixture that traps, then one request.
-    let swapped = server
-        .client
-        .post(server.url("/admin/plugin"))
-        .json(&json!({"path": FAULT}))
-        .send()
-        .await
-        .unwrap();
+    let swapped = server.swap_plugin(json!({"path": FAULT})).await;
     assert_eq!(
         swapped.status().as_u16(),
         422,
         "the fault fixture fails its smoke checks"
     );
     let swapped = server
-        .client
-        .post(server.url("/admin/plugin"))
-        .json(&json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
-        .send()
-        .await
-        .unwrap();
+        .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
+        .await;
     assert_eq!(swapped.status().as_u16(), 200);
     let bad = server
         .client
@@ -266,12 +256,8 @@ async fn the_term_index_answers_the_default_plugins_queries() {
     // The delay fixture calls `search` (contract 0.1.0), not `rank`: the term index answers that
     // too, snippets included.
     let swapped = server
-        .client
-        .post(server.url("/admin/plugin"))
-        .json(&json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
-        .send()
-        .await
-        .unwrap();
+        .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
+        .await;
     assert_eq!(swapped.status().as_u16(), 200);
     let (status, body): (u16, Value) = server
         .retrieve(json!({"question": "round half up decimal rounding"}))

@@ -136,6 +136,16 @@ impl TestServer {
         (status, response.json().await.unwrap())
     }
 
+    /// POST a swap request (`{"path": …, "config": …}`) to /admin/plugin (no token: loopback).
+    pub async fn swap_plugin(&self, body: Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/admin/plugin"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Polls `/state` until `done` holds.
     pub async fn state_when(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         eventually(what, || async {
