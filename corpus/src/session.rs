@@ -640,6 +640,44 @@ mod tests {
     /// would cross from a title into its text; its snippets and searches are FTS5's, byte for
     /// byte.
     #[test]
+    fn nearest_answers_as_the_exhaustive_search_on_the_shipped_corpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let index =
+            CorpusIndex::open_or_build(&crate::read_corpus(None).unwrap(), dir.path()).unwrap();
+        let pool = CorpusPool::new(&index, 1).unwrap();
+        let session = pool.session().unwrap();
+        let questions = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/eval/dev_questions.jsonl"
+        ))
+        .unwrap();
+        let mut checked = 0;
+        for line in questions.lines() {
+            let q: serde_json::Value = serde_json::from_str(line).unwrap();
+            let vector = pool.embed(q["q"].as_str().unwrap());
+            for k in [5, 50] {
+                let fast: Vec<(u64, u32)> = session
+                    .pool
+                    .vectors
+                    .nearest(&vector, k)
+                    .iter()
+                    .map(|n| (n.doc, n.similarity.to_bits()))
+                    .collect();
+                let slow: Vec<(u64, u32)> = session
+                    .pool
+                    .vectors
+                    .nearest_exhaustive(&vector, k)
+                    .into_iter()
+                    .map(|(doc, s)| (doc, s.to_bits()))
+                    .collect();
+                assert_eq!(fast, slow, "{line}, k {k}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 300);
+    }
+
+    #[test]
     fn the_term_index_ranks_as_fts5_does() {
         let dir = tempfile::tempdir().unwrap();
         let index =

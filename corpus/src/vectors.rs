@@ -1,8 +1,10 @@
 //! Document vectors for semantic search: computed once per index build with the embedding model
 //! (`turnstile-embed`) and the corpus's own token weights, stored in the index (`token_weights`,
 //! `vectors`), loaded into memory when a pool
-//! opens, and searched by brute force (a dot product per document: 6,090 × 256 multiply-adds,
-//! `corpus/benches/semantic.rs` measures it).
+//! opens, and searched by brute force: a scan of 12-bit integer copies of the vectors (half the
+//! memory to stream, integer arithmetic) with an error bound per document, then the exact f32 dot
+//! product for the few documents the bounds cannot rule out, so the answer is the exhaustive f32
+//! search's, to the bit (`corpus/benches/semantic.rs` measures it).
 
 use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
@@ -75,7 +77,101 @@ pub(crate) struct DocVectors {
     docs: Vec<u64>,
     values: Vec<f32>,
     labels: Vec<(String, String)>,
+    codes: Codes,
 }
+
+/// The vectors quantised to 12-bit integers, one scale per document (`value ≈ scale × code`, off
+/// by at most `scale / 2`): what [`DocVectors::nearest`] scans first.
+struct Codes {
+    codes: Vec<i16>,
+    /// Per document: its scale, `max |value| / DOC_CODE_MAX` (0 for a zero vector).
+    scales: Vec<f64>,
+    /// Per document: the sum of its codes' magnitudes (for the query's share of the error).
+    magnitudes: Vec<f64>,
+}
+
+impl Codes {
+    fn new(values: &[f32], dims: usize) -> Self {
+        let rows = if dims <= MAX_CODED_DIMS && dims.is_multiple_of(CODE_LANES) {
+            values.len().checked_div(dims).unwrap_or(0)
+        } else {
+            0
+        };
+        let (mut codes, mut scales, mut magnitudes) = (
+            Vec::with_capacity(rows * dims),
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+        );
+        for v in values.chunks_exact(dims).take(rows) {
+            let max = v.iter().fold(0f64, |m, x| m.max(f64::from(x.abs())));
+            let scale = max / DOC_CODE_MAX;
+            let mut magnitude = 0f64;
+            for x in v {
+                let code = if scale > 0.0 {
+                    (f64::from(*x) / scale)
+                        .round()
+                        .clamp(-DOC_CODE_MAX, DOC_CODE_MAX)
+                } else {
+                    0.0
+                };
+                magnitude += code.abs();
+                #[allow(clippy::cast_possible_truncation)]
+                codes.push(code as i16);
+            }
+            scales.push(scale);
+            magnitudes.push(magnitude);
+        }
+        Self {
+            codes,
+            scales,
+            magnitudes,
+        }
+    }
+}
+
+/// The largest code of a document's value (12 bits with the sign) and of a query's.
+const DOC_CODE_MAX: f64 = 2047.0;
+const QUERY_CODE_MAX: f64 = 2047.0;
+/// Vectors of more dimensions (the sum in [`dot_codes`] could overflow), or of a number not a
+/// multiple of [`CODE_LANES`], are not coded: every document is then scored exactly.
+const MAX_CODED_DIMS: usize = 512;
+const CODE_LANES: usize = 16;
+
+/// A query quantised to 12-bit integers: `value ≈ step × code`, off by at most `step / 2`.
+struct QueryCodes {
+    codes: Vec<i16>,
+    step: f64,
+    /// The sum of the query's magnitudes, `‖q‖₁`.
+    l1: f64,
+}
+
+impl QueryCodes {
+    const MAX: f64 = QUERY_CODE_MAX;
+
+    fn new(query: &[f32]) -> Self {
+        let max = query.iter().fold(0f64, |m, x| m.max(f64::from(x.abs())));
+        let step = max / Self::MAX;
+        let codes = query
+            .iter()
+            .map(|x| {
+                let code = if step > 0.0 {
+                    (f64::from(*x) / step).round().clamp(-Self::MAX, Self::MAX)
+                } else {
+                    0.0
+                };
+                #[allow(clippy::cast_possible_truncation)]
+                let code = code as i16;
+                code
+            })
+            .collect();
+        let l1 = query.iter().map(|x| f64::from(x.abs())).sum();
+        Self { codes, step, l1 }
+    }
+}
+
+/// Room for f32 rounding in the exact dot product (at most 512 terms: under ~3.1e-5 of `Σ|vᵢqᵢ|`),
+/// as a share of that sum's upper bound, so a bound never rules out a document it should not.
+const ROUNDING_SLACK: f64 = 1e-4;
 
 /// One document [`DocVectors::nearest`] found.
 pub(crate) struct Near<'a> {
@@ -110,12 +206,18 @@ impl DocVectors {
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             );
         }
-        Ok(Self {
+        Ok(Self::new(dims, docs, values, labels))
+    }
+
+    fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Vec<(String, String)>) -> Self {
+        let codes = Codes::new(&values, dims);
+        Self {
             dims,
             docs,
             values,
             labels,
-        })
+            codes,
+        }
     }
 
     /// Documents held (one vector each).
@@ -136,17 +238,50 @@ impl DocVectors {
 
     /// The `k` documents most similar to `query` (cosine: both sides are unit vectors or zero),
     /// best first, ties by rowid. A zero query is near nothing: no documents.
+    ///
+    /// Exactly what scoring every document with [`dot`] would give: the integer scan bounds each
+    /// document's similarity from below and above; the `k`-th best lower bound is a floor the
+    /// true `k`-th similarity cannot be under, so only documents whose upper bound reaches it
+    /// are scored exactly, and those include every one of the true best `k`, ties too.
     pub(crate) fn nearest(&self, query: &[f32], k: usize) -> Vec<Near<'_>> {
         if query.len() != self.dims || query.iter().all(|x| *x == 0.0) || k == 0 {
             return Vec::new();
         }
-        // (similarity, position); positions follow rowids, so ties go to the lower rowid.
-        let mut scored: Vec<(f32, usize)> = self
-            .values
+        let q = QueryCodes::new(query);
+        // Each document's lower and upper bound; the k-th best lower bound is the floor.
+        let mut highs: Vec<f64> = Vec::with_capacity(self.len());
+        let mut lows: Vec<f64> = Vec::with_capacity(self.len());
+        let coded = self
+            .codes
+            .codes
             .chunks_exact(self.dims)
-            .map(|v| dot(v, query))
-            .enumerate()
-            .map(|(i, s)| (s, i))
+            .zip(&self.codes.scales)
+            .zip(&self.codes.magnitudes);
+        for ((codes, &scale), &magnitude) in coded {
+            #[allow(clippy::cast_precision_loss)]
+            let estimate = scale * q.step * dot_codes(codes, &q.codes) as f64;
+            // |Σ δᵢqᵢ| ≤ scale/2 · ‖q‖₁ (the document's rounding), plus scale · Σ|cᵢ| · step/2
+            // (the query's), plus f32 rounding of the exact product (Σ|vᵢqᵢ| ≤ max|v| ‖q‖₁,
+            // max|v| = DOC_CODE_MAX · scale).
+            let error = scale * 0.5 * q.l1
+                + scale * magnitude * q.step * 0.5
+                + ROUNDING_SLACK * scale * DOC_CODE_MAX * q.l1;
+            highs.push(estimate + error);
+            lows.push(estimate - error);
+        }
+        let floor = if highs.len() == self.len() && self.len() > k {
+            *lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
+        } else {
+            // Not coded (too many dimensions) or no more documents than `k`: score them all.
+            f64::NEG_INFINITY
+        };
+        // (similarity, position); positions follow rowids, so ties go to the lower rowid.
+        let mut scored: Vec<(f32, usize)> = (0..self.len())
+            .filter(|&i| highs.get(i).is_none_or(|high| *high >= floor))
+            .map(|i| {
+                let v = &self.values[i * self.dims..(i + 1) * self.dims];
+                (dot(v, query), i)
+            })
             .collect();
         let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if scored.len() > k {
@@ -164,6 +299,37 @@ impl DocVectors {
             })
             .collect()
     }
+
+    /// [`Self::nearest`] the plain way: every document scored with [`dot`] (what it must equal).
+    #[cfg(test)]
+    pub(crate) fn nearest_exhaustive(&self, query: &[f32], k: usize) -> Vec<(u64, f32)> {
+        let mut scored: Vec<(f32, usize)> = self
+            .values
+            .chunks_exact(self.dims)
+            .map(|v| dot(v, query))
+            .enumerate()
+            .map(|(i, s)| (s, i))
+            .collect();
+        scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.truncate(k);
+        scored.into_iter().map(|(s, i)| (self.docs[i], s)).collect()
+    }
+}
+
+/// The integer dot product of a document's codes and the query's, exact: each product is at most
+/// 2047², so the sum of at most [`MAX_CODED_DIMS`] of them stays under 2³¹. Both lengths
+/// are a multiple of [`CODE_LANES`] (vectors of other shapes are not coded).
+fn dot_codes(a: &[i16], b: &[i16]) -> i64 {
+    let (chunks_a, _) = a.as_chunks::<CODE_LANES>();
+    let (chunks_b, _) = b.as_chunks::<CODE_LANES>();
+    // Independent sums, so the compiler can keep them in vector registers.
+    let mut sums = [0i32; CODE_LANES];
+    for (x, y) in chunks_a.iter().zip(chunks_b) {
+        for i in 0..CODE_LANES {
+            sums[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    i64::from(sums.iter().sum::<i32>())
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -185,14 +351,14 @@ mod tests {
     use super::*;
 
     fn vectors(rows: &[[f32; 2]]) -> DocVectors {
-        DocVectors {
-            dims: 2,
-            docs: (1..=rows.len() as u64).collect(),
-            values: rows.iter().flatten().copied().collect(),
-            labels: (1..=rows.len())
+        DocVectors::new(
+            2,
+            (1..=rows.len() as u64).collect(),
+            rows.iter().flatten().copied().collect(),
+            (1..=rows.len())
                 .map(|i| (format!("id{i}"), format!("title {i}")))
                 .collect(),
-        }
+        )
     }
 
     fn found<'a>(near: &[Near<'a>]) -> Vec<(u64, &'a str, f32)> {
@@ -216,6 +382,119 @@ mod tests {
         assert!(v.nearest(&[0.0, 0.0], 5).is_empty());
         assert!(v.nearest(&[1.0], 5).is_empty());
         assert!(v.nearest(&[1.0, 0.0], 0).is_empty());
+    }
+
+    /// Deterministic pseudo-random values in -1..1 (a linear congruential generator).
+    fn noise(seed: u64, n: usize) -> Vec<f32> {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn unit(mut v: Vec<f32>) -> Vec<f32> {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    }
+
+    #[test]
+    fn nearest_equals_the_exhaustive_search() {
+        let dims = 256;
+        // Clusters of near-duplicates, exact duplicates (ties), a zero vector and one spike.
+        let mut rows: Vec<Vec<f32>> = Vec::new();
+        for c in 0..40u64 {
+            let centre = unit(noise(c, dims));
+            for j in 0..25u64 {
+                let jitter = noise(1_000 + c * 100 + j, dims);
+                rows.push(unit(
+                    centre
+                        .iter()
+                        .zip(&jitter)
+                        .map(|(a, b)| a + 0.05 * b)
+                        .collect(),
+                ));
+            }
+            rows.push(rows.last().unwrap().clone());
+        }
+        rows.push(vec![0.0; dims]);
+        let mut spike = vec![0.0; dims];
+        spike[7] = 1.0;
+        rows.push(spike);
+        let n = rows.len();
+        let v = DocVectors::new(
+            dims,
+            (1..=n as u64).collect(),
+            rows.concat(),
+            (1..=n).map(|i| (format!("id{i}"), String::new())).collect(),
+        );
+        let mut queries: Vec<Vec<f32>> =
+            (0..40u64).map(|s| unit(noise(50_000 + s, dims))).collect();
+        // Queries close to a stored vector (many near-ties at the top), scaled ones, a one-hot.
+        queries.push(v.values[dims * 30..dims * 31].to_vec());
+        queries.push(noise(9, dims).iter().map(|x| x * 1e6).collect());
+        queries.push(noise(10, dims).iter().map(|x| x * 1e-30).collect());
+        let mut one_hot = vec![0.0; dims];
+        one_hot[7] = -3.0;
+        queries.push(one_hot);
+        for (qi, q) in queries.iter().enumerate() {
+            for k in [1, 5, 26, 50, n - 1, n, n + 3] {
+                let fast: Vec<(u64, f32)> = v
+                    .nearest(q, k)
+                    .iter()
+                    .map(|x| (x.doc, x.similarity))
+                    .collect();
+                let slow = v.nearest_exhaustive(q, k);
+                assert_eq!(fast.len(), slow.len(), "query {qi}, k {k}");
+                for (a, b) in fast.iter().zip(&slow) {
+                    assert!(
+                        a.0 == b.0 && a.1.to_bits() == b.1.to_bits(),
+                        "query {qi}, k {k}: {fast:?} != {slow:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn vectors_too_wide_to_code_are_all_scored() {
+        for dims in [MAX_CODED_DIMS + CODE_LANES, 250] {
+            let rows: Vec<Vec<f32>> = (0..6u64).map(|s| unit(noise(s, dims))).collect();
+            let v = DocVectors::new(
+                dims,
+                (1..=6).collect(),
+                rows.concat(),
+                (1..=6).map(|i| (format!("id{i}"), String::new())).collect(),
+            );
+            assert!(v.codes.codes.is_empty());
+            let q = unit(noise(99, dims));
+            let fast: Vec<(u64, f32)> = v
+                .nearest(&q, 3)
+                .iter()
+                .map(|x| (x.doc, x.similarity))
+                .collect();
+            assert_eq!(fast, v.nearest_exhaustive(&q, 3));
+        }
+    }
+
+    #[test]
+    fn dot_codes_is_exact() {
+        for n in [0, 16, 256, 496, MAX_CODED_DIMS] {
+            let a: Vec<i16> = (0..n)
+                .map(|i| if i % 3 == 0 { -2047 } else { 2047 })
+                .collect();
+            let b: Vec<i16> = (0..n)
+                .map(|i| if i % 3 == 0 { -2047 } else { 2047 })
+                .collect();
+            assert_eq!(dot_codes(&a, &b), n as i64 * 2047 * 2047, "length {n}");
+        }
     }
 
     #[test]
