@@ -29,17 +29,9 @@ start() {  # NAME BINARY PORT -> prints PID once GET /readyz answers
     --max-active 2 --max-waiting 32 --wait-ms 5000 ${TS_PLUGIN:+--plugin "$TS_PLUGIN"} \
     >"$OUT/$name.log" 2>&1 </dev/null &
   pid=$!
-  for _ in $(seq 1 600); do
-    kill -0 "$pid" 2>/dev/null || { echo "$name exited; log:" >&2; cat "$OUT/$name.log" >&2; exit 1; }
-    if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$port/readyz" 2>/dev/null; then
-      echo "$pid"; return 0
-    fi
-    sleep 0.1
-  done
-  echo "$name not ready after 60 s" >&2; exit 1
+  wait_ready "$name" "$pid" "http://127.0.0.1:$port/readyz" "$OUT/$name.log" 600 || exit 1
+  echo "$pid"
 }
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 measure() {  # NAME PID URL RUN
   local name="$1" pid="$2" url="$3" run="$4" t0 t1 line

@@ -43,18 +43,11 @@ start() {  # NAME CORPUS PORT -> prints PID; the first start's seconds go to OUT
     --max-active 2 --max-waiting 32 --wait-ms 5000 ${TS_PLUGIN:+--plugin "$TS_PLUGIN"} \
     >"$OUT/$name.log" 2>&1 </dev/null &
   pid=$!
-  for _ in $(seq 1 6000); do
-    kill -0 "$pid" 2>/dev/null || { echo "$name exited; log:" >&2; cat "$OUT/$name.log" >&2; exit 1; }
-    if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$port/readyz" 2>/dev/null; then
-      awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f\n", b-a}' >"$OUT/$name.start"
-      echo "$pid"; return 0
-    fi
-    sleep 0.1
-  done
-  echo "$name not ready after 600 s" >&2; exit 1
+  wait_ready "$name" "$pid" "http://127.0.0.1:$port/readyz" "$OUT/$name.log" 6000 || exit 1
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f\n", b-a}' >"$OUT/$name.start"
+  echo "$pid"
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mib() { awk '/^VmRSS/{printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 
 measure() {  # NAME PID URL RUN

@@ -632,29 +632,36 @@ mod tests {
         dir.close().unwrap();
     }
 
-    /// The term index ranks exactly as FTS5 does — the same documents in the same order with
-    /// the same `f64` ranks — for every dev-set question's terms (stop words kept: they match most
-    /// of the corpus, with ties and floored idfs) at limits 50 and 5, for the same questions cut
-    /// at white space only (phrases: `round_half_up`, `os.path.join`, `don't`), and for stems
-    /// that repeat, words absent from the corpus, repeated tokens in a phrase and phrases that
-    /// would cross from a title into its text; its snippets and searches are FTS5's, byte for
-    /// byte.
-    #[test]
-    fn nearest_answers_as_the_exhaustive_search_on_the_shipped_corpus() {
+    /// The shipped corpus's pool (its index built in a temporary directory) and the dev set's
+    /// questions.
+    fn shipped_pool_and_questions() -> (CorpusPool, tempfile::TempDir, Vec<String>) {
         let dir = tempfile::tempdir().unwrap();
         let index =
             CorpusIndex::open_or_build(&crate::read_corpus(None).unwrap(), dir.path()).unwrap();
         let pool = CorpusPool::new(&index, 1).unwrap();
-        let session = pool.session().unwrap();
         let questions = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/eval/dev_questions.jsonl"
         ))
-        .unwrap();
-        let mut checked = 0;
-        for line in questions.lines() {
+        .unwrap()
+        .lines()
+        .map(|line| {
             let q: serde_json::Value = serde_json::from_str(line).unwrap();
-            let vector = pool.embed(q["q"].as_str().unwrap());
+            q["q"].as_str().unwrap().to_owned()
+        })
+        .collect();
+        (pool, dir, questions)
+    }
+
+    /// `nearest` (the integer scan and its bounds) gives what scoring every document exactly
+    /// gives — same documents, order and bit-equal similarities — for every dev question.
+    #[test]
+    fn nearest_answers_as_the_exhaustive_search_on_the_shipped_corpus() {
+        let (pool, dir, questions) = shipped_pool_and_questions();
+        let session = pool.session().unwrap();
+        let mut checked = 0;
+        for q in &questions {
+            let vector = pool.embed(q);
             for k in [5, 50] {
                 let fast: Vec<(u64, u32)> = session
                     .pool
@@ -670,25 +677,27 @@ mod tests {
                     .into_iter()
                     .map(|(doc, s)| (doc, s.to_bits()))
                     .collect();
-                assert_eq!(fast, slow, "{line}, k {k}");
+                assert_eq!(fast, slow, "{q}, k {k}");
                 checked += 1;
             }
         }
         assert_eq!(checked, 300);
+        drop(session);
+        drop(pool);
+        dir.close().unwrap();
     }
 
+    /// The term index ranks exactly as FTS5 does — the same documents in the same order with
+    /// the same `f64` ranks — for every dev-set question's terms (stop words kept: they match most
+    /// of the corpus, with ties and floored idfs) at limits 50 and 5, for the same questions cut
+    /// at white space only (phrases: `round_half_up`, `os.path.join`, `don't`), and for stems
+    /// that repeat, words absent from the corpus, repeated tokens in a phrase and phrases that
+    /// would cross from a title into its text; its snippets and searches are FTS5's, byte for
+    /// byte.
     #[test]
     fn the_term_index_ranks_as_fts5_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let index =
-            CorpusIndex::open_or_build(&crate::read_corpus(None).unwrap(), dir.path()).unwrap();
-        let pool = CorpusPool::new(&index, 1).unwrap();
+        let (pool, dir, questions) = shipped_pool_and_questions();
         let session = pool.session().unwrap();
-        let questions = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/eval/dev_questions.jsonl"
-        ))
-        .unwrap();
         let expression = |words: &mut dyn Iterator<Item = &str>| -> String {
             words
                 .filter(|w| w.chars().any(char::is_alphanumeric))
@@ -698,9 +707,7 @@ mod tests {
                 .join(" OR ")
         };
         let mut expressions: Vec<String> = Vec::new();
-        for line in questions.lines() {
-            let q: serde_json::Value = serde_json::from_str(line).unwrap();
-            let q = q["q"].as_str().unwrap();
+        for q in &questions {
             expressions.push(expression(&mut q.split(|c: char| !c.is_alphanumeric())));
             let phrases = expression(&mut q.split_whitespace());
             if phrases != *expressions.last().unwrap() {
