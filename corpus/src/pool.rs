@@ -182,7 +182,7 @@ impl CorpusPool {
     }
 
     /// How many `search` calls the term index answered (its snippets too, but for a document
-    /// whose text is not ASCII), and how many went to FTS5.
+    /// whose tokens it cannot place as unicode61 does), and how many went to FTS5.
     pub fn search_paths(&self) -> (u64, u64) {
         self.inner.searched.get()
     }

@@ -18,9 +18,11 @@
 //! (~90 µs), when the snippet itself needs only the document's tokens and which of them are the
 //! query's. The index keeps each document's text and its tokens (their ids, from FTS5) and
 //! follows FTS5's snippet algorithm step by step (`fts5SnippetFunction`, `fts5HighlightCb`).
-//! Token byte offsets are found by scanning the text for runs of ASCII letters and digits, which
-//! is exactly unicode61's rule for ASCII text; a document with any other byte, or whose count of
-//! runs differs from FTS5's count of tokens, is left to FTS5.
+//! Token byte offsets are found by scanning the text as unicode61 does: runs of letters and
+//! digits (ASCII ones exactly; beyond ASCII `char::is_alphanumeric`, close to unicode61's
+//! categories L*, N* and Co), which may go on with one of the combining diacritics unicode61
+//! folds away. A document with a NUL, or whose count of runs differs from FTS5's count of tokens,
+//! is left to FTS5.
 //!
 //! Memory: 12 bytes per posting, 4 per token of title and text, the texts, about 64 per document
 //! and the terms' text (`TermIndex::heap_bytes`).
@@ -516,6 +518,44 @@ fn ascii_tokens(text: &str) -> Vec<(usize, usize)> {
     tokens
 }
 
+/// Byte ranges of unicode61's tokens in `text`: [`ascii_tokens`] for ASCII text; otherwise runs
+/// that start with a letter or digit and go on with letters, digits and unicode61's diacritics.
+fn token_spans(text: &str) -> Vec<(usize, usize)> {
+    if text.is_ascii() {
+        return ascii_tokens(text);
+    }
+    let mut tokens = Vec::new();
+    let mut start = None;
+    for (at, c) in text.char_indices() {
+        match start {
+            Some(_) if c.is_alphanumeric() || is_unicode61_diacritic(c) => {}
+            Some(from) => {
+                tokens.push((from, at));
+                start = None;
+            }
+            None if c.is_alphanumeric() => start = Some(at),
+            None => {}
+        }
+    }
+    if let Some(from) = start {
+        tokens.push((from, text.len()));
+    }
+    tokens
+}
+
+/// SQLite's `sqlite3Fts5UnicodeIsdiacritic`: the combining marks in U+0300..=U+0331 that
+/// unicode61 keeps inside a token (and folds away).
+fn is_unicode61_diacritic(c: char) -> bool {
+    const FIRST: u32 = 0x0300;
+    const MASK_LOW: u32 = 0x0802_9FDF;
+    const MASK_HIGH: u32 = 0x0003_61F8;
+    match u32::from(c) {
+        c @ FIRST..=0x031F => MASK_LOW & (1 << (c - FIRST)) != 0,
+        c @ 0x0320..=0x0331 => MASK_HIGH & (1 << (c - 0x0320)) != 0,
+        _ => false,
+    }
+}
+
 /// Where `phrase` starts in `tokens`: every position, overlapping occurrences too.
 fn starts<'a>(tokens: &'a [u32], phrase: &'a [u32]) -> impl Iterator<Item = usize> + 'a {
     tokens
@@ -526,16 +566,16 @@ fn starts<'a>(tokens: &'a [u32], phrase: &'a [u32]) -> impl Iterator<Item = usiz
 }
 
 impl DocText<'_> {
-    /// Whether a text's snippet can be made here: ASCII without NUL, with as many runs of
-    /// letters and digits as FTS5 has tokens.
+    /// Whether a text's snippet can be made here: without NUL, with as many tokens by
+    /// [`token_spans`] as FTS5 has.
     fn snippets_here(text: &str, tokens: &[u32]) -> bool {
-        text.is_ascii() && !text.contains('\0') && ascii_tokens(text).len() == tokens.len()
+        !text.contains('\0') && token_spans(text).len() == tokens.len()
     }
 
     /// `fts5SnippetFunction` for column `text`.
     fn snippet(&self, phrases: &[Phrase]) -> String {
         let n_token = SNIPPET_TOKENS as i64;
-        let spans = ascii_tokens(self.text);
+        let spans = token_spans(self.text);
         let size = self.tokens.len() as i64;
         // xInst for this column: (phrase, offset, phrase size), by offset, then phrase.
         let mut instances: Vec<(usize, i64, i64)> = Vec::new();
