@@ -84,7 +84,7 @@ pub(crate) struct DocVectors {
 /// by at most `scale / 2`): what [`DocVectors::nearest`] scans first.
 struct Codes {
     codes: Vec<i16>,
-    /// Per document: its scale, `max |value| / DOC_CODE_MAX` (0 for a zero vector).
+    /// Per document: its scale ([`quantize`]).
     scales: Vec<f64>,
     /// Per document: the sum of its codes' magnitudes (for the query's share of the error).
     magnitudes: Vec<f64>,
@@ -97,29 +97,12 @@ impl Codes {
         } else {
             0
         };
-        let (mut codes, mut scales, mut magnitudes) = (
-            Vec::with_capacity(rows * dims),
-            Vec::with_capacity(rows),
-            Vec::with_capacity(rows),
-        );
+        let mut codes = Vec::with_capacity(rows * dims);
+        let (mut scales, mut magnitudes) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         for v in values.chunks_exact(dims).take(rows) {
-            let max = v.iter().fold(0f64, |m, x| m.max(f64::from(x.abs())));
-            let scale = max / DOC_CODE_MAX;
-            let mut magnitude = 0f64;
-            for x in v {
-                let code = if scale > 0.0 {
-                    (f64::from(*x) / scale)
-                        .round()
-                        .clamp(-DOC_CODE_MAX, DOC_CODE_MAX)
-                } else {
-                    0.0
-                };
-                magnitude += code.abs();
-                #[allow(clippy::cast_possible_truncation)]
-                codes.push(code as i16);
-            }
-            scales.push(scale);
-            magnitudes.push(magnitude);
+            let from = codes.len();
+            scales.push(quantize(v, &mut codes));
+            magnitudes.push(codes[from..].iter().map(|c| f64::from(c.abs())).sum());
         }
         Self {
             codes,
@@ -129,15 +112,32 @@ impl Codes {
     }
 }
 
-/// The largest code of a document's value (12 bits with the sign) and of a query's.
-const DOC_CODE_MAX: f64 = 2047.0;
-const QUERY_CODE_MAX: f64 = 2047.0;
+/// The largest code (12 bits with the sign), for a document's values and a query's alike.
+const CODE_MAX: f64 = 2047.0;
 /// Vectors of more dimensions (the sum in [`dot_codes`] could overflow), or of a number not a
 /// multiple of [`CODE_LANES`], are not coded: every document is then scored exactly.
 const MAX_CODED_DIMS: usize = 512;
 const CODE_LANES: usize = 16;
 
-/// A query quantised to 12-bit integers: `value ≈ step × code`, off by at most `step / 2`.
+/// Appends `values` coded as integers of at most [`CODE_MAX`] to `codes` and returns their
+/// scale, `max |value| / CODE_MAX` (0 for a zero vector): `value ≈ scale × code`, off by at most
+/// `scale / 2`.
+fn quantize(values: &[f32], codes: &mut Vec<i16>) -> f64 {
+    let scale = values.iter().fold(0f64, |m, x| m.max(f64::from(x.abs()))) / CODE_MAX;
+    codes.extend(values.iter().map(|x| {
+        let code = if scale > 0.0 {
+            (f64::from(*x) / scale).round().clamp(-CODE_MAX, CODE_MAX)
+        } else {
+            0.0
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        let code = code as i16;
+        code
+    }));
+    scale
+}
+
+/// A query coded as the documents are ([`quantize`]).
 struct QueryCodes {
     codes: Vec<i16>,
     step: f64,
@@ -146,24 +146,9 @@ struct QueryCodes {
 }
 
 impl QueryCodes {
-    const MAX: f64 = QUERY_CODE_MAX;
-
     fn new(query: &[f32]) -> Self {
-        let max = query.iter().fold(0f64, |m, x| m.max(f64::from(x.abs())));
-        let step = max / Self::MAX;
-        let codes = query
-            .iter()
-            .map(|x| {
-                let code = if step > 0.0 {
-                    (f64::from(*x) / step).round().clamp(-Self::MAX, Self::MAX)
-                } else {
-                    0.0
-                };
-                #[allow(clippy::cast_possible_truncation)]
-                let code = code as i16;
-                code
-            })
-            .collect();
+        let mut codes = Vec::with_capacity(query.len());
+        let step = quantize(query, &mut codes);
         let l1 = query.iter().map(|x| f64::from(x.abs())).sum();
         Self { codes, step, l1 }
     }
@@ -262,10 +247,10 @@ impl DocVectors {
             let estimate = scale * q.step * dot_codes(codes, &q.codes) as f64;
             // |Σ δᵢqᵢ| ≤ scale/2 · ‖q‖₁ (the document's rounding), plus scale · Σ|cᵢ| · step/2
             // (the query's), plus f32 rounding of the exact product (Σ|vᵢqᵢ| ≤ max|v| ‖q‖₁,
-            // max|v| = DOC_CODE_MAX · scale).
+            // max|v| = CODE_MAX · scale).
             let error = scale * 0.5 * q.l1
                 + scale * magnitude * q.step * 0.5
-                + ROUNDING_SLACK * scale * DOC_CODE_MAX * q.l1;
+                + ROUNDING_SLACK * scale * CODE_MAX * q.l1;
             highs.push(estimate + error);
             lows.push(estimate - error);
         }
