@@ -79,6 +79,14 @@ impl CorpusPool {
         let first = Reader::open(&index.path).map_err(index_error)?;
         let model = vectors::model()?;
         let vectors = DocVectors::load(&first.conn, model.dims()).map_err(index_error)?;
+        if let Some((clusters, probed)) = vectors.clusters() {
+            tracing::info!(
+                documents = vectors.len(),
+                clusters,
+                probed,
+                "semantic search is approximate: a question searches its nearest clusters"
+            );
+        }
         let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
         let terms = TermIndex::load(&first.conn).map_err(index_error)?;
         if terms.documents() != vectors.len() {

@@ -735,6 +735,64 @@ mod tests {
         dir.close().unwrap();
     }
 
+    /// The shipped corpus replicated 16 times (97,440 documents, ids suffixed `_vK`, as
+    /// `bench/replicate-corpus.py` makes it) is large enough to be searched by clusters: the
+    /// clustered `nearest` keeps most of the exhaustive answer for every dev question. Slow (it
+    /// embeds and indexes 97,440 documents), so run by hand, in release:
+    /// `cargo test --release -p turnstile-corpus --lib -- --ignored sixteen_times`.
+    #[test]
+    #[ignore = "builds a 97,440-document index; run by hand in release"]
+    fn sixteen_times_the_corpus_is_searched_by_clusters_that_keep_the_answer() {
+        let (_, dir, questions) = shipped_pool_and_questions();
+        let shipped = crate::read_corpus(None).unwrap();
+        let mut jsonl = Vec::new();
+        for k in 1..=16 {
+            for line in std::str::from_utf8(&shipped.jsonl).unwrap().lines() {
+                let mut doc: serde_json::Value = serde_json::from_str(line).unwrap();
+                let id = format!("{}_v{k}", doc["id"].as_str().unwrap());
+                doc["id"] = id.into();
+                jsonl.extend(serde_json::to_vec(&doc).unwrap());
+                jsonl.push(b'\n');
+            }
+        }
+        let corpus = CorpusBytes {
+            name: "16x".into(),
+            jsonl,
+        };
+        let index = CorpusIndex::open_or_build(&corpus, &dir.path().join("16x")).unwrap();
+        let started = std::time::Instant::now();
+        let pool = CorpusPool::new(&index, 1).unwrap();
+        let opened = started.elapsed();
+        let session = pool.session().unwrap();
+        let vectors = &session.pool.vectors;
+        let (clusters, probed) = vectors.clusters().expect("clustered");
+        let (mut at_10, mut at_50) = (0usize, 0usize);
+        for q in &questions {
+            let vector = pool.embed(q);
+            let exact = vectors.nearest_exhaustive(&vector, 50);
+            let found = vectors.nearest(&vector, 50);
+            let kept = |n: usize| {
+                found[..n]
+                    .iter()
+                    .filter(|f| exact[..n].iter().any(|(d, _)| *d == f.doc))
+                    .count()
+            };
+            at_10 += kept(10);
+            at_50 += kept(50);
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let (r10, r50) = (
+            at_10 as f64 / (10 * questions.len()) as f64,
+            at_50 as f64 / (50 * questions.len()) as f64,
+        );
+        eprintln!(
+            "{} documents, {clusters} clusters, {probed} probed; pool opened in {opened:?}; \
+             recall of the exhaustive top 10 {r10:.4}, top 50 {r50:.4}",
+            vectors.len()
+        );
+        assert!(r10 >= 0.9 && r50 >= 0.9, "recall@10 {r10}, recall@50 {r50}");
+    }
+
     /// The term index ranks exactly as FTS5 does — the same documents in the same order with
     /// the same `f64` ranks — for every dev-set question's terms (stop words kept: they match most
     /// of the corpus, with ties and floored idfs) at limits 50 and 5, for the same questions cut

@@ -9,6 +9,7 @@
 use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
 
+use super::clusters::Clusters;
 use super::{CorpusError, Document};
 
 /// The text a document is embedded from: its id, title and text, so that a question naming the
@@ -78,6 +79,9 @@ pub(crate) struct DocVectors {
     values: Vec<f32>,
     labels: Vec<(String, String)>,
     codes: Codes,
+    /// For a large corpus, the documents grouped so that a question searches a few groups
+    /// (`clusters.rs`; approximate); `None`: every document is searched (exact).
+    clusters: Option<Clusters>,
 }
 
 /// The vectors quantised to 12-bit integers, one scale per document (`value ≈ scale × code`, off
@@ -196,13 +200,21 @@ impl DocVectors {
 
     fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Vec<(String, String)>) -> Self {
         let codes = Codes::new(&values, dims);
+        let clusters = Clusters::build(&values, dims);
         Self {
             dims,
             docs,
             values,
             labels,
             codes,
+            clusters,
         }
+    }
+
+    /// For a large corpus, its clusters and how many a search covers; `None`: every document is
+    /// searched.
+    pub(crate) fn clusters(&self) -> Option<(usize, usize)> {
+        self.clusters.as_ref().map(|c| (c.count(), c.probes()))
     }
 
     /// Documents held (one vector each).
@@ -224,25 +236,34 @@ impl DocVectors {
     /// The `k` documents most similar to `query` (cosine: both sides are unit vectors or zero),
     /// best first, ties by rowid. A zero query is near nothing: no documents.
     ///
-    /// Exactly what scoring every document with [`dot`] would give: the integer scan bounds each
-    /// document's similarity from below and above; the `k`-th best lower bound is a floor the
-    /// true `k`-th similarity cannot be under, so only documents whose upper bound reaches it
-    /// are scored exactly, and those include every one of the true best `k`, ties too.
+    /// Among the documents searched — all of them, or for a large corpus the members of the
+    /// question's nearest clusters (`clusters.rs`) — exactly what scoring each with [`dot`] would
+    /// give: the integer scan bounds each document's similarity from below and above; the `k`-th
+    /// best lower bound is a floor the true `k`-th similarity cannot be under, so only documents
+    /// whose upper bound reaches it are scored exactly, and those include every one of the true
+    /// best `k`, ties too.
     pub(crate) fn nearest(&self, query: &[f32], k: usize) -> Vec<Near<'_>> {
         if query.len() != self.dims || query.iter().all(|x| *x == 0.0) || k == 0 {
             return Vec::new();
         }
+        match &self.clusters {
+            Some(clusters) => self.nearest_among(query, k, Some(&clusters.probe(query))),
+            None => self.nearest_among(query, k, None),
+        }
+    }
+
+    /// [`Self::nearest`] over the documents at `positions` (ascending), or over every document.
+    fn nearest_among(&self, query: &[f32], k: usize, positions: Option<&[u32]>) -> Vec<Near<'_>> {
+        let searched = positions.map_or(self.len(), <[u32]>::len);
+        let position = |j: usize| positions.map_or(j, |p| p[j] as usize);
         let q = QueryCodes::new(query);
         // Each document's lower and upper bound; the k-th best lower bound is the floor.
-        let mut highs: Vec<f64> = Vec::with_capacity(self.len());
-        let mut lows: Vec<f64> = Vec::with_capacity(self.len());
-        let coded = self
-            .codes
-            .codes
-            .chunks_exact(self.dims)
-            .zip(&self.codes.scales)
-            .zip(&self.codes.magnitudes);
-        for ((codes, &scale), &magnitude) in coded {
+        let coded = !self.codes.scales.is_empty();
+        let mut highs: Vec<f64> = Vec::with_capacity(if coded { searched } else { 0 });
+        let mut lows: Vec<f64> = Vec::with_capacity(highs.capacity());
+        for i in (0..searched).map(position).filter(|_| coded) {
+            let codes = &self.codes.codes[i * self.dims..(i + 1) * self.dims];
+            let (scale, magnitude) = (self.codes.scales[i], self.codes.magnitudes[i]);
             #[allow(clippy::cast_precision_loss)]
             let estimate = scale * q.step * dot_codes(codes, &q.codes) as f64;
             // |Σ δᵢqᵢ| ≤ scale/2 · ‖q‖₁ (the document's rounding), plus scale · Σ|cᵢ| · step/2
@@ -254,16 +275,17 @@ impl DocVectors {
             highs.push(estimate + error);
             lows.push(estimate - error);
         }
-        let floor = if highs.len() == self.len() && self.len() > k {
+        let floor = if coded && searched > k {
             *lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
         } else {
             // Not coded (too many dimensions) or no more documents than `k`: score them all.
             f64::NEG_INFINITY
         };
         // (similarity, position); positions follow rowids, so ties go to the lower rowid.
-        let mut scored: Vec<(f32, usize)> = (0..self.len())
-            .filter(|&i| highs.get(i).is_none_or(|high| *high >= floor))
-            .map(|i| {
+        let mut scored: Vec<(f32, usize)> = (0..searched)
+            .filter(|&j| highs.get(j).is_none_or(|high| *high >= floor))
+            .map(|j| {
+                let i = position(j);
                 let v = &self.values[i * self.dims..(i + 1) * self.dims];
                 (dot(v, query), i)
             })
@@ -317,7 +339,7 @@ fn dot_codes(a: &[i16], b: &[i16]) -> i64 {
     i64::from(sums.iter().sum::<i32>())
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     // Eight independent sums, so the compiler can keep them in one vector register.
     let mut sums = [0f32; 8];
     let (chunks_a, rest_a) = a.as_chunks::<8>();
@@ -334,6 +356,63 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `values` as a corpus grouped into `count` clusters, `probes` searched per question.
+    fn clustered(values: Vec<f32>, dims: usize, count: usize, probes: usize) -> DocVectors {
+        let n = values.len() / dims;
+        let mut v = DocVectors::new(
+            dims,
+            (1..=n as u64).collect(),
+            values,
+            (1..=n).map(|i| (format!("id{i}"), String::new())).collect(),
+        );
+        v.clusters = Some(Clusters::with(&v.values, dims, count, probes));
+        v
+    }
+
+    #[test]
+    fn a_clustered_search_finds_most_of_the_exhaustive_answer_with_exact_similarities() {
+        let dims = 32;
+        let values = crate::clusters::tests::clustered(40, 50, dims);
+        let questions: Vec<Vec<f32>> = (0..40)
+            .map(|i| values[i * dims..(i + 1) * dims].to_vec())
+            .collect();
+        let k = 20;
+        // Every cluster probed: the exhaustive answer, to the bit.
+        let all = clustered(values.clone(), dims, 40, 40);
+        for q in &questions {
+            let found: Vec<(u64, f32)> = all
+                .nearest(q, k)
+                .iter()
+                .map(|n| (n.doc, n.similarity))
+                .collect();
+            assert_eq!(found, all.nearest_exhaustive(q, k));
+        }
+        // A quarter probed: most of it, each similarity exact, best first.
+        let some = clustered(values, dims, 40, 10);
+        let (mut hits, mut total) = (0, 0);
+        for q in &questions {
+            let exact = some.nearest_exhaustive(q, k);
+            let found = some.nearest(q, k);
+            assert_eq!(found.len(), k);
+            assert!(found.windows(2).all(|w| w[0].similarity >= w[1].similarity));
+            for n in &found {
+                let i = usize::try_from(n.doc).unwrap() - 1;
+                assert_eq!(
+                    n.similarity.to_bits(),
+                    dot(&some.values[i * dims..(i + 1) * dims], q).to_bits()
+                );
+            }
+            hits += found
+                .iter()
+                .filter(|n| exact.iter().any(|(d, _)| *d == n.doc))
+                .count();
+            total += k;
+        }
+        let recall =
+            f64::from(u32::try_from(hits).unwrap()) / f64::from(u32::try_from(total).unwrap());
+        assert!(recall >= 0.9, "recall {recall}");
+    }
 
     fn vectors(rows: &[[f32; 2]]) -> DocVectors {
         DocVectors::new(
