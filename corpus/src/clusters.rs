@@ -27,8 +27,11 @@ pub(crate) struct Clusters {
     dims: usize,
     /// Unit centroids, row-major (`count × dims`).
     centroids: Vec<f32>,
-    /// Per cluster, its members' positions (ascending).
-    members: Vec<Vec<u32>>,
+    /// Every document's position, cluster by cluster (ascending within one): what a search
+    /// scans is a few runs of this order, so the documents' codes are stored in it.
+    order: Vec<u32>,
+    /// Where each cluster's run starts in `order`, and its end (`count + 1` entries).
+    starts: Vec<usize>,
     /// Clusters searched per question.
     probes: usize,
 }
@@ -88,17 +91,28 @@ impl Clusters {
             #[allow(clippy::cast_possible_truncation)] // positions fit u32: far beyond any corpus
             members[nearest_centroid(&centroids, dims, row(i))].push(i as u32);
         }
+        let mut starts = Vec::with_capacity(count + 1);
+        starts.push(0);
+        for m in &members {
+            starts.push(starts[starts.len() - 1] + m.len());
+        }
         Self {
             dims,
             centroids,
-            members,
+            order: members.concat(),
+            starts,
             probes: probes.clamp(1, count),
         }
     }
 
     /// Number of clusters.
     pub(crate) fn count(&self) -> usize {
-        self.members.len()
+        self.starts.len() - 1
+    }
+
+    /// Every document's position, cluster by cluster.
+    pub(crate) fn order(&self) -> &[u32] {
+        &self.order
     }
 
     /// Clusters searched per question.
@@ -106,8 +120,8 @@ impl Clusters {
         self.probes
     }
 
-    /// The positions to search for `query`: the members of its nearest clusters, ascending.
-    pub(crate) fn probe(&self, query: &[f32]) -> Vec<u32> {
+    /// What to search for `query`: the runs of [`Self::order`] that are its nearest clusters.
+    pub(crate) fn probe(&self, query: &[f32]) -> Vec<std::ops::Range<usize>> {
         let mut scored: Vec<(f32, usize)> = self
             .centroids
             .chunks_exact(self.dims)
@@ -120,9 +134,19 @@ impl Clusters {
             scored.select_nth_unstable_by(self.probes - 1, order);
             scored.truncate(self.probes);
         }
-        let mut positions: Vec<u32> = scored
+        scored
             .iter()
-            .flat_map(|&(_, c)| self.members[c].iter().copied())
+            .map(|&(_, c)| self.starts[c]..self.starts[c + 1])
+            .collect()
+    }
+
+    /// The positions `probe` gives, ascending (for tests).
+    #[cfg(test)]
+    fn probed_positions(&self, query: &[f32]) -> Vec<u32> {
+        let mut positions: Vec<u32> = self
+            .probe(query)
+            .into_iter()
+            .flat_map(|run| self.order[run].iter().copied())
             .collect();
         positions.sort_unstable();
         positions
@@ -206,14 +230,26 @@ pub(crate) mod tests {
         let dims = 16;
         let values = clustered(12, 50, dims);
         let clusters = Clusters::with(&values, dims, 12, 3);
-        let mut all: Vec<u32> = clusters.members.iter().flatten().copied().collect();
+        let mut all = clusters.order.clone();
         all.sort_unstable();
         assert_eq!(all, (0..600).collect::<Vec<u32>>());
+        assert_eq!((clusters.starts[0], clusters.starts[12]), (0, 600));
+        for c in 0..12 {
+            let run = &clusters.order[clusters.starts[c]..clusters.starts[c + 1]];
+            assert!(
+                run.windows(2).all(|w| w[0] < w[1]),
+                "ascending in a cluster"
+            );
+            for &i in run {
+                let v = &values[i as usize * dims..(i as usize + 1) * dims];
+                assert_eq!(nearest_centroid(&clusters.centroids, dims, v), c);
+            }
+        }
         let again = Clusters::with(&values, dims, 12, 3);
-        assert_eq!(clusters.members, again.members);
+        assert_eq!(clusters.order, again.order);
         let query = &values[5 * dims..6 * dims];
-        let probed = clusters.probe(query);
-        assert_eq!(probed, again.probe(query));
+        let probed = clusters.probed_positions(query);
+        assert_eq!(probed, again.probed_positions(query));
         assert!(
             probed.windows(2).all(|w| w[0] < w[1]),
             "ascending, no repeats"

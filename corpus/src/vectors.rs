@@ -85,7 +85,8 @@ pub(crate) struct DocVectors {
 }
 
 /// The vectors quantised to 12-bit integers, one scale per document (`value ≈ scale × code`, off
-/// by at most `scale / 2`): what [`DocVectors::nearest`] scans first.
+/// by at most `scale / 2`): what [`DocVectors::nearest`] scans first. Row `r` is the document at
+/// position `r`, or for a clustered corpus the `r`-th of the clusters' order.
 struct Codes {
     codes: Vec<i16>,
     /// Per document: its scale ([`quantize`]).
@@ -95,7 +96,9 @@ struct Codes {
 }
 
 impl Codes {
-    fn new(values: &[f32], dims: usize) -> Self {
+    /// The rows of `values` coded in position order, or in `order` (the clusters' order: each
+    /// cluster's codes are then one contiguous run, scanned in one sweep).
+    fn new(values: &[f32], dims: usize, order: Option<&[u32]>) -> Self {
         let rows = if dims <= MAX_CODED_DIMS && dims.is_multiple_of(CODE_LANES) {
             values.len().checked_div(dims).unwrap_or(0)
         } else {
@@ -103,7 +106,8 @@ impl Codes {
         };
         let mut codes = Vec::with_capacity(rows * dims);
         let (mut scales, mut magnitudes) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-        for v in values.chunks_exact(dims).take(rows) {
+        let position = |row: usize| order.map_or(row, |o| o[row] as usize);
+        for v in (0..rows).map(|row| &values[position(row) * dims..(position(row) + 1) * dims]) {
             let from = codes.len();
             scales.push(quantize(v, &mut codes));
             magnitudes.push(codes[from..].iter().map(|c| f64::from(c.abs())).sum());
@@ -199,8 +203,8 @@ impl DocVectors {
     }
 
     fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Vec<(String, String)>) -> Self {
-        let codes = Codes::new(&values, dims);
         let clusters = Clusters::build(&values, dims);
+        let codes = Codes::new(&values, dims, clusters.as_ref().map(Clusters::order));
         Self {
             dims,
             docs,
@@ -247,23 +251,42 @@ impl DocVectors {
             return Vec::new();
         }
         match &self.clusters {
-            Some(clusters) => self.nearest_among(query, k, Some(&clusters.probe(query))),
-            None => self.nearest_among(query, k, None),
+            Some(clusters) => {
+                let runs = clusters.probe(query);
+                let rows = runs.iter().map(|run| run.len()).sum();
+                self.nearest_among(query, k, rows, runs.into_iter().flatten())
+            }
+            None => self.nearest_among(query, k, self.len(), 0..self.len()),
         }
     }
 
-    /// [`Self::nearest`] over the documents at `positions` (ascending), or over every document.
-    fn nearest_among(&self, query: &[f32], k: usize, positions: Option<&[u32]>) -> Vec<Near<'_>> {
-        let searched = positions.map_or(self.len(), <[u32]>::len);
-        let position = |j: usize| positions.map_or(j, |p| p[j] as usize);
+    /// [`Self::nearest`] over the `searched` documents whose code rows `rows` gives (a row is a
+    /// position, or for a clustered corpus a place in the clusters' order).
+    fn nearest_among(
+        &self,
+        query: &[f32],
+        k: usize,
+        searched: usize,
+        rows: impl Iterator<Item = usize>,
+    ) -> Vec<Near<'_>> {
+        let order = self.clusters.as_ref().map(Clusters::order);
+        let position = |row: usize| order.map_or(row, |o| o[row] as usize);
         let q = QueryCodes::new(query);
-        // Each document's lower and upper bound; the k-th best lower bound is the floor.
+        // Each document's position, lower and upper bound; the k-th best lower bound is the floor.
         let coded = !self.codes.scales.is_empty();
-        let mut highs: Vec<f64> = Vec::with_capacity(if coded { searched } else { 0 });
-        let mut lows: Vec<f64> = Vec::with_capacity(highs.capacity());
-        for i in (0..searched).map(position).filter(|_| coded) {
-            let codes = &self.codes.codes[i * self.dims..(i + 1) * self.dims];
-            let (scale, magnitude) = (self.codes.scales[i], self.codes.magnitudes[i]);
+        let capacity = if coded { searched } else { 0 };
+        let (mut positions, mut highs, mut lows) = (
+            Vec::with_capacity(capacity),
+            Vec::with_capacity(capacity),
+            Vec::<f64>::with_capacity(capacity),
+        );
+        for row in rows {
+            if !coded {
+                positions.push(position(row));
+                continue;
+            }
+            let codes = &self.codes.codes[row * self.dims..(row + 1) * self.dims];
+            let (scale, magnitude) = (self.codes.scales[row], self.codes.magnitudes[row]);
             #[allow(clippy::cast_precision_loss)]
             let estimate = scale * q.step * dot_codes(codes, &q.codes) as f64;
             // |Σ δᵢqᵢ| ≤ scale/2 · ‖q‖₁ (the document's rounding), plus scale · Σ|cᵢ| · step/2
@@ -272,6 +295,7 @@ impl DocVectors {
             let error = scale * 0.5 * q.l1
                 + scale * magnitude * q.step * 0.5
                 + ROUNDING_SLACK * scale * CODE_MAX * q.l1;
+            positions.push(position(row));
             highs.push(estimate + error);
             lows.push(estimate - error);
         }
@@ -282,10 +306,10 @@ impl DocVectors {
             f64::NEG_INFINITY
         };
         // (similarity, position); positions follow rowids, so ties go to the lower rowid.
-        let mut scored: Vec<(f32, usize)> = (0..searched)
+        let mut scored: Vec<(f32, usize)> = (0..positions.len())
             .filter(|&j| highs.get(j).is_none_or(|high| *high >= floor))
             .map(|j| {
-                let i = position(j);
+                let i = positions[j];
                 let v = &self.values[i * self.dims..(i + 1) * self.dims];
                 (dot(v, query), i)
             })
@@ -366,7 +390,9 @@ mod tests {
             values,
             (1..=n).map(|i| (format!("id{i}"), String::new())).collect(),
         );
-        v.clusters = Some(Clusters::with(&v.values, dims, count, probes));
+        let clusters = Clusters::with(&v.values, dims, count, probes);
+        v.codes = Codes::new(&v.values, dims, Some(clusters.order()));
+        v.clusters = Some(clusters);
         v
     }
 
