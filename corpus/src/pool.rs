@@ -32,12 +32,14 @@ pub(super) struct PoolInner {
     opened_total: AtomicU64,
     documents: u64,
     model: &'static Embedder,
-    weights: TokenWeights,
-    pub(super) vectors: DocVectors,
+    // What is loaded from the index into memory, read-only: shared by a pool's siblings
+    // ([`CorpusPool::sibling`]) instead of loaded again.
+    weights: Arc<TokenWeights>,
+    pub(super) vectors: Arc<DocVectors>,
     /// Every document's id, for checking a plugin's answer.
-    ids: HashSet<Box<str>>,
-    pub(super) terms: TermIndex,
-    pub(super) tokenizer: Tokenizer,
+    ids: Arc<HashSet<Box<str>>>,
+    pub(super) terms: Arc<TermIndex>,
+    pub(super) tokenizer: Arc<Tokenizer>,
     /// Who answered the `search`, `rank` and `snippet` calls.
     pub(super) searched: Paths,
     pub(super) ranked: Paths,
@@ -114,16 +116,54 @@ impl CorpusPool {
                 opened_total: AtomicU64::new(0),
                 documents: index.documents,
                 model,
-                weights,
-                vectors,
-                ids,
-                terms,
-                tokenizer,
+                weights: Arc::new(weights),
+                vectors: Arc::new(vectors),
+                ids: Arc::new(ids),
+                terms: Arc::new(terms),
+                tokenizer: Arc::new(tokenizer),
                 searched: Paths::default(),
                 ranked: Paths::default(),
                 snippets: Paths::default(),
             }),
         })
+    }
+
+    /// Another pool over the same index, with its own connections (at most `max_idle` idle),
+    /// session counts and path counters, sharing this one's loaded corpus — term index, document
+    /// vectors (and their clusters), ids, token weights — instead of loading it again: a hot
+    /// swap's candidate gets one in the time it takes to open a connection, and the corpus is
+    /// held in memory once however many generations are alive.
+    pub fn sibling(&self, max_idle: usize) -> Result<Self, CorpusError> {
+        let inner = &self.inner;
+        let first = Reader::open(&inner.path).map_err(|source| CorpusError::Index {
+            path: inner.path.clone(),
+            source,
+        })?;
+        Ok(Self {
+            inner: Arc::new(PoolInner {
+                path: inner.path.clone(),
+                idle: Mutex::new(vec![first]),
+                max_idle,
+                live: AtomicUsize::new(0),
+                opened_total: AtomicU64::new(0),
+                documents: inner.documents,
+                model: inner.model,
+                weights: Arc::clone(&inner.weights),
+                vectors: Arc::clone(&inner.vectors),
+                ids: Arc::clone(&inner.ids),
+                terms: Arc::clone(&inner.terms),
+                tokenizer: Arc::clone(&inner.tokenizer),
+                searched: Paths::default(),
+                ranked: Paths::default(),
+                snippets: Paths::default(),
+            }),
+        })
+    }
+
+    /// Whether `other` shares this pool's loaded corpus (it is a sibling, or this pool itself).
+    pub fn shares_corpus_with(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner.vectors, &other.inner.vectors)
+            && Arc::ptr_eq(&self.inner.terms, &other.inner.terms)
     }
 
     /// Opens a session: the caller holds a read-only connection exclusively until it drops it.
@@ -336,6 +376,35 @@ mod tests {
             br#"{"id":"argparse","kind":"module","title":"argparse - parsing","text":"Command-line parsing library"}"#,
             2,
         )
+    }
+
+    #[test]
+    fn a_sibling_shares_the_loaded_corpus_and_counts_its_own_sessions() {
+        let (pool, dir) = pool();
+        let sibling = pool.sibling(1).unwrap();
+        assert!(pool.shares_corpus_with(&sibling) && sibling.shares_corpus_with(&pool));
+        let (other, other_dir) = self::pool();
+        assert!(
+            !pool.shares_corpus_with(&other),
+            "another pool loaded its own"
+        );
+        let session = sibling.session().unwrap();
+        assert_eq!((sibling.live_sessions(), sibling.sessions_opened()), (1, 1));
+        assert_eq!((pool.live_sessions(), pool.sessions_opened()), (0, 0));
+        // The same corpus answers through both.
+        let ranked = session.rank("\"parsing\"", 5).unwrap();
+        assert_eq!(ranked.len(), 1);
+        assert_eq!(
+            sibling.first_unknown(["argparse", "nope"]).unwrap(),
+            Some("nope")
+        );
+        assert_eq!(sibling.documents(), pool.documents());
+        assert_eq!(sibling.embed("parse"), pool.embed("parse"));
+        drop(session);
+        assert_eq!(sibling.live_sessions(), 0);
+        drop((pool, sibling, other));
+        dir.close().unwrap();
+        other_dir.close().unwrap();
     }
 
     #[test]

@@ -4,14 +4,15 @@
 //! changes nothing: the old generation keeps serving.
 //!
 //! [`HotSwap`] is everything a swap needs, on the plugin side: the slot it installs into, the
-//! runtime that compiles candidates, the corpus index they read, the operator's default settings.
+//! runtime that compiles candidates, the operator's default settings (a candidate reads the corpus
+//! through a sibling of the current generation's pool: the same corpus, loaded once).
 //! `serve`, SIGHUP and the admin endpoint share one; none of them needs the HTTP state.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::check::{Check, smoke};
-use crate::corpus::{CorpusError, CorpusIndex, CorpusPool};
+use crate::corpus::CorpusError;
 use crate::metrics::Metrics;
 use crate::plugin::{
     Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSlot, PluginSource,
@@ -121,7 +122,6 @@ pub struct HotSwap {
     slot: Arc<PluginSlot>,
     runtime: Arc<PluginRuntime>,
     conformance: Arc<PluginRuntime>,
-    corpus: Arc<CorpusIndex>,
     default_config: PluginConfig,
     idle_connections: usize,
     pin: std::sync::Mutex<Option<Sha256Hex>>,
@@ -132,13 +132,12 @@ impl HotSwap {
     /// Swaps into `slot`, compiling with the serving runtime (and counting each swap in
     /// `metrics`); a candidate's smoke checks run on the conformance runtime (a call deadline:
     /// conformance work is not serving, so a looping or hung candidate is stopped there and
-    /// refused). Each candidate gets its own pool
-    /// of at most `idle_connections` idle connections over `corpus`, and `default_config` unless
-    /// the swap names its own.
+    /// refused). Each candidate gets its own pool of at most `idle_connections` idle
+    /// connections, a sibling of the current generation's (the same corpus, loaded once), and
+    /// `default_config` unless the swap names its own.
     pub fn new(
         slot: Arc<PluginSlot>,
         runtimes: Runtimes,
-        corpus: Arc<CorpusIndex>,
         default_config: PluginConfig,
         idle_connections: usize,
         pin: Option<Sha256Hex>,
@@ -148,7 +147,6 @@ impl HotSwap {
             slot,
             runtime: runtimes.serving,
             conformance: runtimes.conformance,
-            corpus,
             default_config,
             idle_connections,
             pin: std::sync::Mutex::new(pin),
@@ -210,9 +208,13 @@ impl HotSwap {
         let expected_sha256 = expected.as_ref();
         let config = config.unwrap_or_else(|| self.default_config.clone());
         // The candidate gets its own pool over the same index, so its smoke checks count only
-        // its own sessions, not those of the traffic the current generation serves meanwhile.
-        let pool =
-            CorpusPool::new(&self.corpus, self.idle_connections).map_err(SwapError::Corpus)?;
+        // its own sessions, not those of the traffic the current generation serves meanwhile;
+        // a sibling of the current one, sharing the corpus already loaded in memory.
+        let pool = previous
+            .plugin
+            .corpus()
+            .sibling(self.idle_connections)
+            .map_err(SwapError::Corpus)?;
         let refused = |e: PluginError| match e {
             PluginError::Read { .. } => SwapError::Unreadable(e),
             other => SwapError::Incompatible(other),

@@ -90,7 +90,6 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             serving: Arc::new(runtime),
             conformance: Arc::new(conformance),
         },
-        Arc::clone(&index),
         plugin_config,
         MAX_IDLE_CONNECTIONS,
         args.plugin_sha256.clone(),
