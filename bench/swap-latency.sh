@@ -6,7 +6,9 @@
 #   cargo build --release -p turnstile-cli && bench/swap-latency.sh
 #
 # Environment: TURNSTILE_BIN (target/release/turnstile), PLUGIN (target/plugins/retrieval.wasm),
-#   SWAPS (5), PORT (18090). Prints one line per swap and the median of each mode.
+#   SWAPS (5), PORT (18090), CORPUS (unset: the embedded corpus; e.g. a 16x corpus made by
+#   bench/replicate-corpus.py, where loading the corpus into a candidate's pool would show).
+#   Prints one line per swap and the median of each mode.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,9 +31,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 measure() {  # LABEL [serve flags...]
   local label="$1"; shift
-  "$BIN" serve --listen "127.0.0.1:$PORT" --cache-dir "$CACHE" "$@" >"$CACHE/$label.log" 2>&1 &
+  "$BIN" serve --listen "127.0.0.1:$PORT" --cache-dir "$CACHE" ${CORPUS:+--corpus "$CORPUS"} "$@" \
+    >"$CACHE/$label.log" 2>&1 &
   PID=$!
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 1200); do  # a 16x corpus's first start builds its index: ~25 s
     curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
     sleep 0.1
   done
