@@ -30,20 +30,24 @@ pub(super) struct PoolInner {
     max_idle: usize,
     live: AtomicUsize,
     opened_total: AtomicU64,
-    documents: u64,
-    model: &'static Embedder,
-    // What is loaded from the index into memory, read-only: shared by a pool's siblings
-    // ([`CorpusPool::sibling`]) instead of loaded again.
-    weights: Arc<TokenWeights>,
-    pub(super) vectors: Arc<DocVectors>,
-    /// Every document's id, for checking a plugin's answer.
-    ids: Arc<HashSet<Box<str>>>,
-    pub(super) terms: Arc<TermIndex>,
-    pub(super) tokenizer: Arc<Tokenizer>,
+    /// What was loaded from the index, shared by a pool's siblings ([`CorpusPool::sibling`]).
+    pub(super) corpus: Arc<LoadedCorpus>,
     /// Who answered the `search`, `rank` and `snippet` calls.
     pub(super) searched: Paths,
     pub(super) ranked: Paths,
     pub(super) snippets: Paths,
+}
+
+/// What a pool loads from the index into memory, read-only.
+pub(super) struct LoadedCorpus {
+    documents: u64,
+    model: &'static Embedder,
+    weights: TokenWeights,
+    pub(super) vectors: DocVectors,
+    /// Every document's id, for checking a plugin's answer.
+    ids: HashSet<Box<str>>,
+    pub(super) terms: TermIndex,
+    pub(super) tokenizer: Tokenizer,
 }
 
 /// How many calls of one kind the term index answered, and how many went to FTS5.
@@ -107,25 +111,38 @@ impl CorpusPool {
             .filter_map(|i| vectors.document(i))
             .map(|(_, id, _)| Box::from(id))
             .collect();
-        Ok(Self {
+        let corpus = LoadedCorpus {
+            documents: index.documents,
+            model,
+            weights,
+            vectors,
+            ids,
+            terms,
+            tokenizer,
+        };
+        Ok(Self::over(
+            index.path.clone(),
+            first,
+            max_idle,
+            Arc::new(corpus),
+        ))
+    }
+
+    /// A pool whose first connection is `first`, serving `corpus`.
+    fn over(path: PathBuf, first: Reader, max_idle: usize, corpus: Arc<LoadedCorpus>) -> Self {
+        Self {
             inner: Arc::new(PoolInner {
-                path: index.path.clone(),
+                path,
                 idle: Mutex::new(vec![first]),
                 max_idle,
                 live: AtomicUsize::new(0),
                 opened_total: AtomicU64::new(0),
-                documents: index.documents,
-                model,
-                weights: Arc::new(weights),
-                vectors: Arc::new(vectors),
-                ids: Arc::new(ids),
-                terms: Arc::new(terms),
-                tokenizer: Arc::new(tokenizer),
+                corpus,
                 searched: Paths::default(),
                 ranked: Paths::default(),
                 snippets: Paths::default(),
             }),
-        })
+        }
     }
 
     /// Another pool over the same index, with its own connections (at most `max_idle` idle),
@@ -139,31 +156,17 @@ impl CorpusPool {
             path: inner.path.clone(),
             source,
         })?;
-        Ok(Self {
-            inner: Arc::new(PoolInner {
-                path: inner.path.clone(),
-                idle: Mutex::new(vec![first]),
-                max_idle,
-                live: AtomicUsize::new(0),
-                opened_total: AtomicU64::new(0),
-                documents: inner.documents,
-                model: inner.model,
-                weights: Arc::clone(&inner.weights),
-                vectors: Arc::clone(&inner.vectors),
-                ids: Arc::clone(&inner.ids),
-                terms: Arc::clone(&inner.terms),
-                tokenizer: Arc::clone(&inner.tokenizer),
-                searched: Paths::default(),
-                ranked: Paths::default(),
-                snippets: Paths::default(),
-            }),
-        })
+        Ok(Self::over(
+            inner.path.clone(),
+            first,
+            max_idle,
+            Arc::clone(&inner.corpus),
+        ))
     }
 
     /// Whether `other` shares this pool's loaded corpus (it is a sibling, or this pool itself).
     pub fn shares_corpus_with(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner.vectors, &other.inner.vectors)
-            && Arc::ptr_eq(&self.inner.terms, &other.inner.terms)
+        Arc::ptr_eq(&self.inner.corpus, &other.inner.corpus)
     }
 
     /// Opens a session: the caller holds a read-only connection exclusively until it drops it.
@@ -189,7 +192,9 @@ impl CorpusPool {
         &self,
         ids: impl IntoIterator<Item = &'a str>,
     ) -> Result<Option<&'a str>, CorpusError> {
-        Ok(ids.into_iter().find(|id| !self.inner.ids.contains(*id)))
+        Ok(ids
+            .into_iter()
+            .find(|id| !self.inner.corpus.ids.contains(*id)))
     }
 
     /// Sessions open right now (0 whenever no plugin call is running).
@@ -204,18 +209,21 @@ impl CorpusPool {
 
     /// Documents in the corpus.
     pub fn documents(&self) -> u64 {
-        self.inner.documents
+        self.inner.corpus.documents
     }
 
     /// The embedding of `text` by the model and token weights the corpus's document vectors were
     /// computed with (see [`turnstile_embed::Embedder::embed`]).
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        self.inner.model.embed(text, &self.inner.weights)
+        self.inner
+            .corpus
+            .model
+            .embed(text, &self.inner.corpus.weights)
     }
 
     /// Dimensions of the corpus's vectors (and of [`Self::embed`]'s).
     pub fn dims(&self) -> usize {
-        self.inner.vectors.dims()
+        self.inner.corpus.vectors.dims()
     }
 
     /// How many `rank` calls the term index answered, and how many went to FTS5 (an expression
@@ -237,12 +245,12 @@ impl CorpusPool {
 
     /// Bytes the term index holds in memory.
     pub fn term_index_bytes(&self) -> usize {
-        self.inner.terms.heap_bytes()
+        self.inner.corpus.terms.heap_bytes()
     }
 
     /// The embedding model's name.
     pub fn model_name(&self) -> &'static str {
-        self.inner.model.name()
+        self.inner.corpus.model.name()
     }
 }
 
@@ -262,7 +270,7 @@ impl PoolInner {
     }
 
     pub(super) fn documents(&self) -> u64 {
-        self.documents
+        self.corpus.documents
     }
 }
 

@@ -162,7 +162,7 @@ impl CorpusSession {
         } in ranked
         {
             // Every ranked document matches, so it has a snippet.
-            let snippet = match self.pool.terms.snippet(phrases, doc) {
+            let snippet = match self.pool.corpus.terms.snippet(phrases, doc) {
                 Some(snippet) => snippet,
                 None => match self.snippet_by_fts5(expression, doc) {
                     Ok(snippet) => snippet,
@@ -208,7 +208,7 @@ impl CorpusSession {
     /// best first (ties by handle). `vector` must have the corpus's dimensions and finite values;
     /// the zero vector is near nothing.
     pub fn nearest(&self, vector: &[f32], limit: u32) -> Result<Vec<Neighbour>, CorpusError> {
-        let dims = self.pool.vectors.dims();
+        let dims = self.pool.corpus.vectors.dims();
         if vector.len() != dims {
             return Err(CorpusError::InvalidArgument(format!(
                 "the vector has {} dimensions; this corpus's have {dims}",
@@ -223,6 +223,7 @@ impl CorpusSession {
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES) as usize;
         Ok(self
             .pool
+            .corpus
             .vectors
             .nearest(vector, limit)
             .into_iter()
@@ -257,18 +258,19 @@ impl CorpusSession {
     /// is not for the index (see [`disjunction`]).
     fn phrases(&self, expression: &str) -> Option<Vec<Phrase>> {
         let terms = disjunction::terms(expression)?;
-        let tokens = self.pool.tokenizer.tokens(&terms)?;
-        Some(self.pool.terms.phrases(&tokens))
+        let tokens = self.pool.corpus.tokenizer.tokens(&terms)?;
+        Some(self.pool.corpus.terms.phrases(&tokens))
     }
 
     /// [`Self::rank`] through the term index.
     fn rank_by_index(&self, phrases: &[Phrase], limit: usize) -> Option<Vec<Ranked>> {
         self.pool
+            .corpus
             .terms
             .rank(phrases, limit)
             .into_iter()
             .map(|(position, rank)| {
-                let (doc, id, title) = self.pool.vectors.document(position as usize)?;
+                let (doc, id, title) = self.pool.corpus.vectors.document(position as usize)?;
                 Some(Ranked {
                     doc,
                     id: id.to_owned(),
@@ -308,7 +310,7 @@ impl CorpusSession {
         check_expression(expression)?;
         let snippet = self
             .phrases(expression)
-            .and_then(|phrases| self.pool.terms.snippet(&phrases, doc));
+            .and_then(|phrases| self.pool.corpus.terms.snippet(&phrases, doc));
         self.pool.snippets.count(snippet.is_some());
         match snippet {
             Some(snippet) => Ok(snippet.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES))),
@@ -639,7 +641,12 @@ mod tests {
         let index =
             CorpusIndex::open_or_build(&crate::read_corpus(None).unwrap(), dir.path()).unwrap();
         let pool = CorpusPool::new(&index, 1).unwrap();
-        let questions = std::fs::read_to_string(concat!(
+        (pool, dir, dev_questions())
+    }
+
+    /// The dev set's questions.
+    fn dev_questions() -> Vec<String> {
+        std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/eval/dev_questions.jsonl"
         ))
@@ -649,8 +656,7 @@ mod tests {
             let q: serde_json::Value = serde_json::from_str(line).unwrap();
             q["q"].as_str().unwrap().to_owned()
         })
-        .collect();
-        (pool, dir, questions)
+        .collect()
     }
 
     /// The snippet of every document whose text is not ASCII (curly quotes, ellipses, dashes,
@@ -713,6 +719,7 @@ mod tests {
             for k in [5, 50] {
                 let fast: Vec<(u64, u32)> = session
                     .pool
+                    .corpus
                     .vectors
                     .nearest(&vector, k)
                     .iter()
@@ -720,6 +727,7 @@ mod tests {
                     .collect();
                 let slow: Vec<(u64, u32)> = session
                     .pool
+                    .corpus
                     .vectors
                     .nearest_exhaustive(&vector, k)
                     .into_iter()
@@ -743,7 +751,7 @@ mod tests {
     #[test]
     #[ignore = "builds a 97,440-document index; run by hand in release"]
     fn sixteen_times_the_corpus_is_searched_by_clusters_that_keep_the_answer() {
-        let (_, dir, questions) = shipped_pool_and_questions();
+        let (dir, questions) = (tempfile::tempdir().unwrap(), dev_questions());
         let shipped = crate::read_corpus(None).unwrap();
         let mut jsonl = Vec::new();
         for k in 1..=16 {
@@ -764,7 +772,7 @@ mod tests {
         let pool = CorpusPool::new(&index, 1).unwrap();
         let opened = started.elapsed();
         let session = pool.session().unwrap();
-        let vectors = &session.pool.vectors;
+        let vectors = &session.pool.corpus.vectors;
         let (clusters, probed) = vectors.clusters().expect("clustered");
         let (mut at_10, mut at_50) = (0usize, 0usize);
         for q in &questions {
