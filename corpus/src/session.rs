@@ -713,22 +713,17 @@ mod tests {
     fn nearest_answers_as_the_exhaustive_search_on_the_shipped_corpus() {
         let (pool, dir, questions) = shipped_pool_and_questions();
         let session = pool.session().unwrap();
+        let vectors = &session.pool.corpus.vectors;
         let mut checked = 0;
         for q in &questions {
             let vector = pool.embed(q);
             for k in [5, 50] {
-                let fast: Vec<(u64, u32)> = session
-                    .pool
-                    .corpus
-                    .vectors
+                let fast: Vec<(u64, u32)> = vectors
                     .nearest(&vector, k)
                     .iter()
                     .map(|n| (n.doc, n.similarity.to_bits()))
                     .collect();
-                let slow: Vec<(u64, u32)> = session
-                    .pool
-                    .corpus
-                    .vectors
+                let slow: Vec<(u64, u32)> = vectors
                     .nearest_exhaustive(&vector, k)
                     .into_iter()
                     .map(|(doc, s)| (doc, s.to_bits()))
