@@ -340,13 +340,16 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
         "--plugin",
         components::DELAY,
         "--plugin-config",
-        "delay_ms=2500",
+        // B must time out while A runs, and C must find B still waiting: B is admitted instead
+        // only if it queues more than 1.5 s after A starts, and C is not refused unless it
+        // comes within 2.5 s of B queueing, margins a loaded two-core machine keeps.
+        "delay_ms=4000",
         "--max-active",
         "1",
         "--max-waiting",
         "1",
         "--wait-ms",
-        "1500",
+        "2500",
         "--events-interval-ms",
         "50",
     ])
