@@ -1,13 +1,14 @@
 //! Text embeddings for semantic retrieval: a *static* embedding model — one vector per WordPiece
 //! token, a text's embedding is the weighted mean of its tokens' vectors, L2-normalised —
-//! distilled from sentence-transformers/all-MiniLM-L6-v2 by the Model2Vec method, then trained on
-//! the corpus's documents against MiniLM's embeddings of them (`embed/model/README.md` says how,
+//! distilled from sentence-transformers/all-mpnet-base-v2 by the Model2Vec method, then trained on
+//! the corpus's documents against MPNet's embeddings of them (`embed/model/README.md` says how,
 //! and how to rebuild it).
 //!
-//! Why static and not the transformer itself: embedding one question with MiniLM costs 8–16 ms
-//! of CPU here (candle, f32 or int8), past the 5 ms a request may spend on its semantic part; a
-//! static model costs a few microseconds per question and needs no tensor runtime
-//! (`docs/RETRIEVAL.md` has the measured trade-off).
+//! Why static and not the transformer itself: embedding one question with even the smaller
+//! all-MiniLM-L6-v2 costs 8–16 ms of CPU here (candle, f32 or int8), and MPNet about 8 times its
+//! arithmetic, past the 5 ms a request may spend on its semantic part; a static model costs a few
+//! microseconds per question and needs no tensor runtime (`docs/RETRIEVAL.md` has the measured
+//! trade-off).
 
 mod model;
 

@@ -5,10 +5,10 @@ use tokenizers::Tokenizer;
 
 /// The shipped model's token vectors (`embed/model/embeddings.safetensors`).
 static SHIPPED_VECTORS: &[u8] = include_bytes!("../model/embeddings.safetensors");
-/// The shipped model's WordPiece tokenizer (`embed/model/tokenizer.json`, MiniLM's own).
+/// The shipped model's WordPiece tokenizer (`embed/model/tokenizer.json`, MPNet's own).
 static SHIPPED_TOKENIZER: &[u8] = include_bytes!("../model/tokenizer.json");
 /// The shipped model's name, as the "corpus index ready" log line shows it.
-const SHIPPED_NAME: &str = "minilm-l6-v2-static-256";
+const SHIPPED_NAME: &str = "mpnet-base-v2-static-256";
 /// The tensor holding one row per token id.
 const TENSOR: &str = "embeddings";
 
@@ -71,7 +71,7 @@ impl Embedder {
     pub fn from_bytes(name: &str, vectors: &[u8], tokenizer: &[u8]) -> Result<Self, EmbedError> {
         let mut tokenizer =
             Tokenizer::from_bytes(tokenizer).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        // MiniLM's tokenizer pads and truncates to 128 tokens for batching; a static model wants
+        // MPNet's tokenizer pads and truncates to 128 tokens for batching; a static model wants
         // every token of the text and no padding.
         tokenizer.with_padding(None);
         tokenizer

@@ -30,5 +30,5 @@ def first_sentence(d):
     return (m.group(1) if m else t)[:300]
 
 
-# Training texts and the file holding each one's MiniLM targets (written by targets.py).
+# Training texts and the file holding each one's MPNet targets (written by targets.py).
 TEXTS = {"docs": doc_text, "titles": title, "sentences": first_sentence}

