@@ -5,7 +5,7 @@
 //! and how to rebuild it).
 //!
 //! Why static and not the transformer itself: embedding one question with even the smaller
-//! all-MiniLM-L6-v2 costs 8–16 ms of CPU here (candle, f32 or int8), and MPNet about 4 times
+//! all-MiniLM-L6-v2 costs 8–16 ms of CPU here (candle, f32 or int8), and MPNet about 7 times
 //! MiniLM in the same numpy forward pass, past the 5 ms a request may spend on its semantic part;
 //! a static model costs a few microseconds per question and needs no tensor runtime
 //! (`docs/RETRIEVAL.md` has the measured trade-off).
