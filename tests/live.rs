@@ -340,9 +340,9 @@ async fn the_page_shows_what_state_says_in_a_real_browser() {
         "--plugin",
         components::DELAY,
         "--plugin-config",
-        // B must time out while A runs, and C must find B still waiting: B is admitted instead
-        // only if it queues more than 1.5 s after A starts, and C is not refused unless it
-        // comes within 2.5 s of B queueing, margins a loaded two-core machine keeps.
+        // B must time out while A runs, and C must find B still waiting. B would be admitted
+        // instead only if it queued more than 1.5 s after A started, and C is refused (429)
+        // only if it comes within 2.5 s of B queueing: margins a loaded two-core machine keeps.
         "delay_ms=4000",
         "--max-active",
         "1",
