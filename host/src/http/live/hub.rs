@@ -132,7 +132,9 @@ pub struct Hub {
     /// The hub's clock for stream progress.
     started: std::time::Instant,
     /// Every open stream's progress, for the hub to drop the ones that stopped reading; its
-    /// length is the number of streams open (capped by `max_subscribers`).
+    /// length is the number of streams open (capped by `max_subscribers`). A dropped stream
+    /// leaves it at once, under the same lock as `dropped` counts it, so `/state` never shows a
+    /// stream both dropped and open.
     seats: std::sync::Mutex<Vec<Arc<SeatState>>>,
     dropped: AtomicU64,
     closing: watch::Sender<bool>,
@@ -172,7 +174,7 @@ pub struct LiveBody {
     pub dropped: u64,
 }
 
-/// A subscriber's place: counted while it lives.
+/// A subscriber's place: counted while it lives, or until the hub drops its stream.
 pub struct Seat {
     hub: Arc<Hub>,
     state: Arc<SeatState>,
@@ -275,20 +277,25 @@ impl Hub {
     fn drop_stalled(&self) {
         let sent = self.sent.load(Ordering::Acquire);
         let now = self.now_ms();
-        let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
-        for seat in seats.iter() {
+        let mut seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        seats.retain(|seat| {
             let behind = (sent - seat.start).saturating_sub(seat.taken.load(Ordering::Relaxed));
             let idle = now.saturating_sub(seat.progress_ms.load(Ordering::Relaxed));
-            if behind >= FRAMES_BUFFERED as u64 && idle >= STALL_TIMEOUT.as_millis() as u64 {
+            let stalled =
+                behind >= FRAMES_BUFFERED as u64 && idle >= STALL_TIMEOUT.as_millis() as u64;
+            if stalled {
                 seat.drop_once(self);
             }
-        }
+            !stalled
+        });
     }
 
     /// Counts for `/state`.
     pub fn body(&self) -> LiveBody {
+        // Both read under the seats' lock, which a drop holds while it counts and removes.
+        let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
         LiveBody {
-            subscribers: self.seats.lock().unwrap_or_else(|p| p.into_inner()).len(),
+            subscribers: seats.len(),
             max_subscribers: self.config.max_subscribers,
             dropped: self.dropped.load(Ordering::Relaxed),
         }
