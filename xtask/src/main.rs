@@ -1,7 +1,14 @@
-//! `cargo xtask plugins [--out DIR]`: builds every guest component of the workspace — the
-//! retrieval plugins in `plugins/` and the trusted fixtures in `fixtures/` — for `wasm32-wasip2`
-//! and copies each to `DIR/NAME.wasm` (default `target/plugins/`), the stable path operators,
-//! `turnstile drive`, the benchmarks and the docs use.
+//! The project's chores.
+//!
+//! - `cargo xtask plugins [--out DIR]` builds every guest component of the workspace — the
+//!   retrieval plugins in `plugins/` and the trusted fixtures in `fixtures/` — for `wasm32-wasip2`
+//!   and copies each to `DIR/NAME.wasm` (default `target/plugins/`), the stable path operators,
+//!   `turnstile drive`, the benchmarks and the docs use.
+//! - `cargo xtask layout` checks the house rules the compiler does not: no import circle between
+//!   files, no file over 600 lines before its unit tests, signposts (`lib.rs`, `mod.rs`) that only
+//!   declare and re-export ([`layout`]).
+
+mod layout;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,11 +32,25 @@ enum Task {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Check the house rules: no import circles between files, no long files, signposts that
+    /// only declare and re-export (exits non-zero when one is broken).
+    Layout,
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().task {
         Task::Plugins { out } => plugins(out),
+        Task::Layout => {
+            let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .context("xtask/ is in the workspace")?
+                .to_owned();
+            let report = layout::check(&workspace, &layout::workspace_crates(&workspace)?)?;
+            print!("{report}");
+            anyhow::ensure!(report.is_clean(), "the house rules are broken (above)");
+            println!("no import circles, no long files, signposts only declare");
+            Ok(())
+        }
     }
 }
 
