@@ -11,11 +11,11 @@ cargo build --release -p turnstile-cli
 cargo xtask plugins   # every component at target/plugins/NAME.wasm
 cargo bench -p turnstile-gate --bench gate
 cargo bench -p turnstile-gate --bench waiter_memory
-cargo bench -p turnstile --bench plugin
+cargo bench -p turnstile-host --bench plugin
 cargo bench -p turnstile-corpus --bench fts5_ceiling
 cargo bench -p turnstile-corpus --bench term_index
 cargo bench -p turnstile-corpus --bench semantic
-cargo bench -p turnstile --bench metrics
+cargo bench -p turnstile-server --bench metrics
 cargo bench -p turnstile-global --bench admissions   # needs redis-server (tests/setup.sh)
 
 python3 bench/waiting-memory.py --binary target/release/turnstile --waiters 10000

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 
-use turnstile::serve::{ResolveError, resolve};
+use turnstile_server::serve::{ResolveError, resolve};
 
 fn argv(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
@@ -149,8 +149,9 @@ fn the_example_file_is_valid_and_documents_every_flag() {
     let (ok, text) = config_check(example);
     assert!(ok, "{text}");
     let content = std::fs::read_to_string(example).unwrap();
-    let command =
-        <turnstile::serve::ServeArgs as clap::Args>::augment_args(clap::Command::new("serve"));
+    let command = <turnstile_server::serve::ServeArgs as clap::Args>::augment_args(
+        clap::Command::new("serve"),
+    );
     for arg in command.get_arguments() {
         let Some(long) = arg.get_long() else { continue };
         if long == "config" {

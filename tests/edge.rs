@@ -184,7 +184,7 @@ async fn a_repeated_key_is_refused() {
     assert_eq!(response.status().as_u16(), 422);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"], "duplicate_field");
-    assert_eq!(server.state.gate.snapshot().events.len(), 0);
+    assert_eq!(server.state.admission.gate().snapshot().events.len(), 0);
     server.stop().await;
 }
 

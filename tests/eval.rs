@@ -161,13 +161,13 @@ fn a_bad_question_file_is_refused_with_its_line() {
 /// answer is the first k of the `limit: 20` answer.
 #[test]
 fn a_limit_k_answer_is_the_first_k_of_a_limit_20_answer() {
-    use turnstile::corpus::{CorpusIndex, CorpusPool, read_corpus};
-    use turnstile::plugin::{Plugin, PluginConfig, PluginSource};
+    use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
+    use turnstile_host::{Plugin, PluginConfig, PluginSource};
 
-    let questions = turnstile::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
+    let questions = turnstile_host::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
     let index = CorpusIndex::open_or_build(&read_corpus(None).unwrap(), &cache_dir().join("index"))
         .unwrap();
-    let runtime = turnstile::eval::runtime().unwrap();
+    let runtime = turnstile_host::eval::runtime().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let lexical = crate::support::lexical_plugin(dir.path());
     let shipped = [PluginSource::Embedded, PluginSource::File(lexical)];

@@ -39,7 +39,7 @@ async fn delay_refuses_a_bad_setting_with_500() {
     .await;
     let (status, body) = server.retrieve(json!({"question": "json"})).await;
     assert_eq!(status, 500, "{body}");
-    assert_eq!(server.state.gate.snapshot().active, 0);
+    assert_eq!(server.state.admission.gate().snapshot().active, 0);
     server.stop().await;
 }
 
@@ -51,12 +51,12 @@ async fn fault_fails_constructing_its_tools_and_the_lease_is_released() {
         assert_eq!(status, 500, "{body}");
         assert_eq!(body["status"], "internal_error");
     }
-    let snapshot = server.state.gate.snapshot();
+    let snapshot = server.state.admission.gate().snapshot();
     assert_eq!(snapshot.active, 0);
     let released = snapshot
         .events
         .iter()
-        .filter(|e| e.status == turnstile::gate::EventStatus::Released)
+        .filter(|e| e.status == turnstile_gate::EventStatus::Released)
         .count();
     assert_eq!(released, 3);
     assert_eq!(server.state.plugin().corpus().live_sessions(), 0);
@@ -81,6 +81,6 @@ async fn a_request_cannot_choose_a_delay_or_a_plugin() {
         assert_eq!(status, 422);
         assert_eq!(answer["error"], "unknown_field");
     }
-    assert_eq!(server.state.gate.snapshot().events.len(), 0);
+    assert_eq!(server.state.admission.gate().snapshot().events.len(), 0);
     server.stop().await;
 }

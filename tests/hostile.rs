@@ -228,11 +228,11 @@ async fn log_and_stdout_floods_are_cut_and_counted() {
         match what {
             "messages" => assert_eq!(
                 u64::from(stats.log_dropped_messages),
-                1_000_000 - u64::from(turnstile::plugin::MAX_LOG_CALLS)
+                1_000_000 - u64::from(turnstile_host::MAX_LOG_CALLS)
             ),
             _ => assert_eq!(
                 stats.output_dropped_bytes,
-                (1 << 20) - turnstile::plugin::MAX_CAPTURED_OUTPUT as u64
+                (1 << 20) - turnstile_host::MAX_CAPTURED_OUTPUT as u64
             ),
         }
         let (status, _) = retrieve(&server, "json").await;
@@ -250,14 +250,14 @@ async fn a_plugin_cannot_forge_log_lines() {
     assert_eq!(status, 200);
     logged(
         &child,
-        r"ok\nINFO turnstile::serve: shutdown complete\r\u{1b}",
+        r"ok\nINFO turnstile_server::serve::run: shutdown complete\r\u{1b}",
     )
     .await;
     let report = stop_child(child).await;
     let forged_lines = report
         .stderr
         .lines()
-        .filter(|l| l.starts_with("INFO turnstile::serve: shutdown complete"))
+        .filter(|l| l.starts_with("INFO turnstile_server::serve::run: shutdown complete"))
         .count();
     assert_eq!(forged_lines, 0, "{}", report.stderr);
     assert!(

@@ -285,7 +285,7 @@ async fn server_default_sha() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_asking_for_files_or_sockets_is_refused_at_startup() {
     let args = crate::support::args(&["--plugin", components::ESCAPE]);
-    let Err(error) = turnstile::serve::load(&args) else {
+    let Err(error) = turnstile_server::serve::load(&args) else {
         panic!("the escape component was loaded");
     };
     let message = format!("{error:#}");

@@ -155,7 +155,7 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
         "--plugin-sha256",
         &"a".repeat(64),
     ]);
-    let Err(error) = turnstile::serve::load(&args) else {
+    let Err(error) = turnstile_server::serve::load(&args) else {
         panic!("started with a wrong pin");
     };
     assert!(
@@ -164,7 +164,7 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
     );
     let good = sha256_of(components::DELAY);
     assert!(
-        turnstile::serve::load(&crate::support::args(&[
+        turnstile_server::serve::load(&crate::support::args(&[
             "--plugin",
             components::DELAY,
             "--plugin-sha256",

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use serde_json::json;
-use turnstile::plugin::{Plugin, PluginSource};
+use turnstile_host::{Plugin, PluginSource};
 
 use crate::support::TestServer;
 
@@ -38,7 +38,7 @@ fn valid_question() -> impl Strategy<Value = String> {
 
 #[test]
 fn any_valid_question_gets_an_answer() {
-    let state = turnstile::serve::load(&crate::support::args(&[])).unwrap();
+    let state = turnstile_server::serve::load(&crate::support::args(&[])).unwrap();
     let plugin: std::sync::Arc<Plugin> = state.plugin();
     assert_eq!(state.plugins.current().source, PluginSource::Embedded);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
-use turnstile::check::CheckArgs;
-use turnstile::serve::{LogFormat, ServeArgs};
+use turnstile_host::check::CheckArgs;
+use turnstile_server::serve::{LogFormat, ServeArgs};
 use turnstile_tools::drive::DriveArgs;
 use turnstile_tools::load::LoadArgs;
 
@@ -33,7 +33,7 @@ enum Command {
     Check(CheckArgs),
     /// Run a question set through a plugin in process and score it: recall@1, recall@5,
     /// MRR@10, nDCG@10, the misses and the per-question latency (`--compare` a second plugin).
-    Eval(turnstile::eval::EvalArgs),
+    Eval(turnstile_host::eval::EvalArgs),
     /// Closed-loop HTTP load: users, spawn rate, duration; live progress, a summary table,
     /// `summary.json` and a chart.
     Load(LoadArgs),
@@ -77,13 +77,13 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(_) => {
             // The flags again, now merged with the file and the environment.
             let env = |name: &str| std::env::var_os(name);
-            let args = turnstile::serve::resolve(std::env::args_os().skip(2), &env)
+            let args = turnstile_server::serve::resolve(std::env::args_os().skip(2), &env)
                 .unwrap_or_else(|e| e.exit());
             init_logging(args.log_format);
-            return turnstile::serve::serve(args);
+            return turnstile_server::serve::serve(args);
         }
         Command::Config(ConfigCommand::Check { file }) => {
-            let args = turnstile::serve::resolve_file(&file).unwrap_or_else(|e| e.exit());
+            let args = turnstile_server::serve::resolve_file(&file).unwrap_or_else(|e| e.exit());
             match args.validate() {
                 Ok(()) => {
                     println!("{}: ok", file.display());
@@ -96,7 +96,7 @@ fn main() -> anyhow::Result<()> {
             }
         }
         Command::Openapi => {
-            println!("{}", turnstile::http::api::openapi_json());
+            println!("{}", turnstile_server::http::openapi_json());
             true
         }
         Command::Load(args) => {
@@ -105,11 +105,11 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Check(args) => {
             init_logging(LogFormat::Text);
-            turnstile::check::run(&args)?
+            turnstile_host::check::run(&args)?
         }
         Command::Eval(args) => {
             init_logging(LogFormat::Text);
-            turnstile::eval::run(&args)?
+            turnstile_host::eval::run(&args)?
         }
         Command::Drive(args) => {
             init_logging(LogFormat::Text);

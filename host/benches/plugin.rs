@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use turnstile::corpus::{CorpusIndex, CorpusPool, read_corpus};
-use turnstile::plugin::{Plugin, PluginConfig, PluginRuntime, PluginSource, RuntimeOptions};
+use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
+use turnstile_host::{Plugin, PluginConfig, PluginRuntime, PluginSource, RuntimeOptions};
 
 const QUESTION: &str = "How do I parse command line arguments?";
 /// What the default plugin searches for [`QUESTION`].
@@ -44,7 +44,7 @@ fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
         cache_dir: Some(cache.join("plugins")),
         pooling,
         call_deadline: None,
-        host_metrics: None,
+        observer: None,
     })
     .expect("plugin runtime");
     eprintln!(
@@ -128,7 +128,7 @@ fn bench_plugin(c: &mut Criterion) {
         });
     }
     let lexical_file = cache.join("lexical.wasm");
-    std::fs::write(&lexical_file, turnstile::plugin::embedded_lexical()).expect("write lexical");
+    std::fs::write(&lexical_file, turnstile_host::embedded_lexical()).expect("write lexical");
     let lexical = load(&pooling, PluginSource::File(lexical_file), &[], &pool);
     assert_eq!(lexical.retrieve(QUESTION, 5, 1).expect("lexical").len(), 5);
     group.bench_function("lexical/pooling", |b| {

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::check::{Check, smoke};
-use crate::corpus::CorpusError;
-use crate::metrics::Metrics;
-use crate::plugin::{
+use crate::observe::Observer;
+use crate::{
     Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSlot, PluginSource,
     Sha256Hex,
 };
+use turnstile_corpus::CorpusError;
 
 /// Why a candidate was refused.
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +125,7 @@ pub struct HotSwap {
     default_config: PluginConfig,
     idle_connections: usize,
     pin: std::sync::Mutex<Option<Sha256Hex>>,
-    metrics: Arc<Metrics>,
+    observer: Arc<dyn Observer>,
 }
 
 impl HotSwap {
@@ -141,7 +141,7 @@ impl HotSwap {
         default_config: PluginConfig,
         idle_connections: usize,
         pin: Option<Sha256Hex>,
-        metrics: Arc<Metrics>,
+        observer: Arc<dyn Observer>,
     ) -> Self {
         Self {
             slot,
@@ -150,7 +150,7 @@ impl HotSwap {
             default_config,
             idle_connections,
             pin: std::sync::Mutex::new(pin),
-            metrics,
+            observer,
         }
     }
 
@@ -178,7 +178,7 @@ impl HotSwap {
             Ok(_) => "swapped",
             Err(e) => e.code(),
         };
-        self.metrics.swap(result, started.elapsed());
+        self.observer.swap(result, started.elapsed());
         outcome
     }
 
@@ -220,7 +220,7 @@ impl HotSwap {
             other => SwapError::Incompatible(other),
         };
         let bytes = source.read().map_err(refused)?;
-        let actual = crate::plugin::sha256_hex(&bytes);
+        let actual = crate::sha256_hex(&bytes);
         if let Some(expected) = expected_sha256
             && actual != expected.as_str()
         {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use serde_json::Value;
-use turnstile::http::AppState;
-use turnstile::serve::ServeArgs;
+use turnstile_server::http::AppState;
+use turnstile_server::serve::ServeArgs;
 use turnstile_tools::drive::ServerChild;
 
 /// How long a test waits for a state it expects before it fails.
@@ -82,7 +82,7 @@ impl TestServer {
     /// Loads like `turnstile serve FLAGS` and serves on 127.0.0.1:0.
     pub async fn start(flags: &[&str]) -> Self {
         let args = args(flags);
-        let state = tokio::task::spawn_blocking(move || turnstile::serve::load(&args))
+        let state = tokio::task::spawn_blocking(move || turnstile_server::serve::load(&args))
             .await
             .unwrap()
             .unwrap();
@@ -93,7 +93,7 @@ impl TestServer {
             let _ = stopped.await;
         };
         let drain = Duration::from_secs(30);
-        let task = tokio::spawn(turnstile::serve::run(
+        let task = tokio::spawn(turnstile_server::serve::run(
             state.clone(),
             listener,
             shutdown,
@@ -258,14 +258,14 @@ pub async fn child_state_when(
 /// The embedded default plugin as a file in `dir`, for tests that need its path.
 pub fn retrieval_plugin(dir: &Path) -> PathBuf {
     let path = dir.join("retrieval.wasm");
-    std::fs::write(&path, turnstile::plugin::embedded_retrieval()).unwrap();
+    std::fs::write(&path, turnstile_host::embedded_retrieval()).unwrap();
     path
 }
 
 /// The lexical (bm25-only, contract 0.1.1) plugin written to `dir/lexical.wasm`.
 pub fn lexical_plugin(dir: &Path) -> PathBuf {
     let path = dir.join("lexical.wasm");
-    std::fs::write(&path, turnstile::plugin::embedded_lexical()).unwrap();
+    std::fs::write(&path, turnstile_host::embedded_lexical()).unwrap();
     path
 }
 

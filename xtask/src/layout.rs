@@ -114,7 +114,8 @@ pub fn workspace_crates(workspace: &Path) -> anyhow::Result<Vec<PathBuf>> {
         for entry in std::fs::read_dir(&dir).with_context(|| format!("read {}", dir.display()))? {
             let path = entry?.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() && !name.starts_with('.') && !matches!(name, "target" | "node_modules") {
+            if path.is_dir() && !name.starts_with('.') && !matches!(name, "target" | "node_modules")
+            {
                 pending.push((path, depth + 1));
             }
         }
@@ -171,7 +172,10 @@ fn check_crate(workspace: &Path, root: &Path, report: &mut Report) -> anyhow::Re
         if component.len() > 1 {
             let mut group: Vec<PathBuf> = component.iter().copied().map(relative).collect();
             group.sort();
-            let circle = one_circle(&component, &edges).into_iter().map(relative).collect();
+            let circle = one_circle(&component, &edges)
+                .into_iter()
+                .map(relative)
+                .collect();
             report.circles.push((group, circle));
         }
     }
@@ -186,7 +190,8 @@ fn load_file(
     name: Option<&str>,
     report: &mut Report,
 ) -> anyhow::Result<usize> {
-    let source = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let source =
+        std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
     let before_tests = source
         .lines()
         .position(|l| l.starts_with("#[cfg(test)]"))
@@ -232,7 +237,9 @@ fn new_module(krate: &mut Crate, file: usize, parent: Option<usize>, name: Optio
         ..Module::default()
     });
     if let (Some(parent), Some(name)) = (parent, name) {
-        krate.modules[parent].children.insert(name.to_owned(), index);
+        krate.modules[parent]
+            .children
+            .insert(name.to_owned(), index);
     }
     index
 }
@@ -498,7 +505,10 @@ fn walk(krate: &Crate, mut current: usize, rest: &[String], depth: usize) -> Opt
 
 /// Whether an alias points outside the crate (then the re-exporting file is the end of the road).
 fn is_external(alias: &[String]) -> bool {
-    !matches!(alias.first().map(String::as_str), Some("crate" | "self" | "super"))
+    !matches!(
+        alias.first().map(String::as_str),
+        Some("crate" | "self" | "super")
+    )
 }
 
 /// Tarjan's strongly connected components of the graph `0..nodes` with `edges`.
@@ -628,8 +638,11 @@ mod tests {
         )
         .unwrap();
         // state.rs -> app.rs (through mod.rs's re-export) and app.rs -> state.rs.
-        std::fs::write(src.join("http/app.rs"), "use super::State;\npub struct App(State);\n")
-            .unwrap();
+        std::fs::write(
+            src.join("http/app.rs"),
+            "use super::State;\npub struct App(State);\n",
+        )
+        .unwrap();
         std::fs::write(
             src.join("http/state.rs"),
             "pub struct State;\nfn f() -> super::App { todo!() }\n",

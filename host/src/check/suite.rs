@@ -9,11 +9,11 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::probes;
-use crate::corpus::{CorpusIndex, CorpusPool, read_corpus};
-use crate::plugin::{
+use crate::{
     MAX_TABLE_ELEMENTS, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource,
     RuntimeOptions, Source, contract,
 };
+use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 
 /// How much of the suite to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub fn run_suite(
         cache_dir: None,
         pooling: false,
         call_deadline: Some(call_deadline),
-        host_metrics: None,
+        observer: None,
     })?;
     let mut suite = Suite {
         checks: Vec::new(),

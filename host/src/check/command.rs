@@ -1,0 +1,66 @@
+//! `turnstile check PLUGIN.wasm`: its flags, and running the full suite with a report as lines or
+//! JSON.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::suite::{Subset, run_suite};
+
+/// The default latency bound of one plugin call in conformance work (`turnstile check`, a swap's
+/// smoke checks): a call still running past it fails with `timeout`. Generous for a retrieval
+/// plugin (the default plugin answers in a few milliseconds), short enough that a hung
+/// candidate is refused quickly.
+pub const CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Flags of `turnstile check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The component to check.
+    pub plugin: PathBuf,
+
+    /// Print a machine-readable JSON report instead of lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// A `KEY=VALUE` setting for the plugin's `config` import (repeatable).
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::parse_config_entry)]
+    pub plugin_config: Vec<(String, String)>,
+
+    /// Longest a single call of the plugin may take, in milliseconds (1..=60000); a call still
+    /// running then is stopped and fails its check with `timeout`.
+    #[arg(long = "call-deadline-ms", default_value_t = CALL_DEADLINE.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub call_deadline_ms: u64,
+
+    /// Directory for the corpus index (default: `$XDG_CACHE_HOME/turnstile` or
+    /// `~/.cache/turnstile`).
+    #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Per-instance memory cap in MiB.
+    #[arg(long = "memory-limit-mib", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub memory_limit_mib: u32,
+}
+
+/// Runs the full suite; prints lines or JSON; returns whether every check passed.
+pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
+    let config = crate::plugin_config(args.plugin_config.iter().cloned())
+        .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
+    let cache = crate::cache::Cache::open(args.cache_dir.as_deref())?;
+    let report = run_suite(
+        &args.plugin,
+        config,
+        args.memory_limit_mib as usize * 1024 * 1024,
+        &cache.index_dir(),
+        std::time::Duration::from_millis(args.call_deadline_ms),
+        Subset::Full,
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.lines());
+    }
+    Ok(report.failed == 0)
+}

@@ -1,0 +1,92 @@
+//! What the plugin host reports as it works, for whoever counts it (the server's metrics): each
+//! corpus host call a plugin makes, and each swap. The host knows no metrics library; it calls an
+//! [`Observer`].
+
+use std::time::Duration;
+
+/// Receives what the plugin host does. Every method has a default that ignores it.
+pub trait Observer: Send + Sync {
+    /// One host call of `kind` that took `elapsed` and ended in `outcome`.
+    fn host_call(&self, kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
+        let _ = (kind, outcome, elapsed);
+    }
+
+    /// One swap attempt: `result` is `swapped` or the refusal's code, `elapsed` its duration.
+    fn swap(&self, result: &'static str, elapsed: Duration) {
+        let _ = (result, elapsed);
+    }
+}
+
+/// The host calls a plugin can make that are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostCallKind {
+    /// `session.open`.
+    Open = 0,
+    /// `session.search`.
+    Search = 1,
+    /// `session.rank`.
+    Rank = 2,
+    /// `session.snippet`.
+    Snippet = 3,
+    /// `session.get`.
+    Get = 4,
+    /// `session.count`.
+    Count = 5,
+    /// `session.nearest`.
+    Nearest = 6,
+    /// `embeddings.embed`.
+    Embed = 7,
+}
+
+/// How a host call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostCallOutcome {
+    /// Answered.
+    Ok = 0,
+    /// Refused or failed with a typed error (bad expression, a bound, the session limit).
+    Error = 1,
+    /// Stopped by its time budget.
+    Timeout = 2,
+}
+
+impl HostCallKind {
+    /// Every kind, in the order of their values.
+    pub const ALL: [Self; 8] = [
+        Self::Open,
+        Self::Search,
+        Self::Rank,
+        Self::Snippet,
+        Self::Get,
+        Self::Count,
+        Self::Nearest,
+        Self::Embed,
+    ];
+
+    /// The name (a metric label value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Search => "search",
+            Self::Rank => "rank",
+            Self::Snippet => "snippet",
+            Self::Get => "get",
+            Self::Count => "count",
+            Self::Nearest => "nearest",
+            Self::Embed => "embed",
+        }
+    }
+}
+
+impl HostCallOutcome {
+    /// Every outcome, in the order of their values.
+    pub const ALL: [Self; 3] = [Self::Ok, Self::Error, Self::Timeout];
+
+    /// The name (a metric label value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+        }
+    }
+}

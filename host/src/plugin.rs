@@ -1,0 +1,295 @@
+//! A loaded plugin: compiled once, pre-linked (`InstancePre`), instantiated fresh for every call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use turnstile_corpus::CorpusPool;
+use wasmtime::{Engine, Store};
+
+use crate::bindings::{RetrievalPluginPre, Source};
+use crate::capabilities::{HostState, flush_output, limiter};
+use crate::error::{Incompatibility, PluginError};
+use crate::observe::Observer;
+use crate::plugin_config::PluginConfig;
+use crate::results::check_sources;
+use crate::runtime::PluginRuntime;
+use crate::source::{PluginSource, sha256_hex};
+
+/// What one call used.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallStats {
+    /// Creating the call's instance (its store, memory image and imports).
+    pub instantiate: Duration,
+    /// The largest linear memory the call was granted, in bytes.
+    pub peak_memory: usize,
+    /// The largest linear memory the call asked for, granted or refused, in bytes: above the
+    /// cap when the plugin tried to grow past it.
+    pub requested_memory: usize,
+    /// The most elements the call asked one of its tables to hold, granted or refused.
+    pub requested_table_elements: usize,
+    /// Bytes of stdout and stderr dropped past [`MAX_CAPTURED_OUTPUT`].
+    pub output_dropped_bytes: u64,
+    /// `log.write` messages dropped past the per-call bounds.
+    pub log_dropped_messages: u32,
+}
+
+/// A compiled, linked plugin ready to serve calls from any thread.
+pub struct Plugin {
+    name: Arc<str>,
+    sha256: String,
+    pre: RetrievalPluginPre<HostState>,
+    corpus: CorpusPool,
+    config: Arc<PluginConfig>,
+    memory_limit: usize,
+    call_deadline: Option<Duration>,
+    observer: Option<Arc<dyn Observer>>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    /// Reads, hashes, compiles (or loads from the precompiled cache) and links a component,
+    /// checking that it fits the `retrieval-plugin` world.
+    pub fn load(
+        runtime: &PluginRuntime,
+        source: &PluginSource,
+        config: PluginConfig,
+        corpus: CorpusPool,
+    ) -> Result<Self, PluginError> {
+        Self::load_inner(runtime, source, config, corpus, true)
+    }
+
+    fn load_inner(
+        runtime: &PluginRuntime,
+        source: &PluginSource,
+        config: PluginConfig,
+        corpus: CorpusPool,
+        enforce_contract: bool,
+    ) -> Result<Self, PluginError> {
+        let bytes = source.read()?;
+        Self::compile_and_link(runtime, source, &bytes, config, corpus, enforce_contract)
+    }
+
+    /// Like [`Plugin::load`], from bytes already read from `source` (a swap hashes them first,
+    /// then loads the same bytes on two runtimes).
+    pub fn from_bytes(
+        runtime: &PluginRuntime,
+        source: &PluginSource,
+        bytes: &[u8],
+        config: PluginConfig,
+        corpus: CorpusPool,
+    ) -> Result<Self, PluginError> {
+        Self::compile_and_link(runtime, source, bytes, config, corpus, true)
+    }
+
+    fn compile_and_link(
+        runtime: &PluginRuntime,
+        source: &PluginSource,
+        bytes: &[u8],
+        config: PluginConfig,
+        corpus: CorpusPool,
+        enforce_contract: bool,
+    ) -> Result<Self, PluginError> {
+        let name = source.name();
+        let sha256 = sha256_hex(bytes);
+        let component = runtime.compile(&name, bytes, &sha256)?;
+        if enforce_contract {
+            crate::contract::check(&name, &component, runtime.engine())?;
+        }
+        let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
+            name: name.clone(),
+            reason: Incompatibility::Link(e),
+        };
+        let instance_pre = runtime
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(incompatible)?;
+        let pre = RetrievalPluginPre::new(instance_pre).map_err(incompatible)?;
+        Ok(Self {
+            name: name.as_str().into(),
+            sha256,
+            pre,
+            corpus,
+            config: Arc::new(config),
+            memory_limit: runtime.options().memory_limit,
+            call_deadline: runtime.options().call_deadline,
+            observer: runtime.options().observer.clone(),
+        })
+    }
+
+    /// The plugin's name (file stem, or `retrieval` for the embedded one).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// sha256 of the component's bytes, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The corpus the plugin's sessions read.
+    pub fn corpus(&self) -> &CorpusPool {
+        &self.corpus
+    }
+
+    /// Runs one `retrieve` call on a fresh instance, blocking the current thread until the plugin
+    /// returns. Must not run on an async runtime's worker thread (WASI's sync bindings block).
+    ///
+    /// Every corpus session the call opened is closed before this returns, whatever the outcome:
+    /// they live in the call's store, which is dropped here.
+    pub fn retrieve(
+        &self,
+        question: &str,
+        limit: u32,
+        request_id: u64,
+    ) -> Result<Vec<Source>, PluginError> {
+        self.retrieve_metered(question, limit, request_id).0
+    }
+
+    /// [`Plugin::retrieve`], also reporting what the call used.
+    pub fn retrieve_metered(
+        &self,
+        question: &str,
+        limit: u32,
+        request_id: u64,
+    ) -> (Result<Vec<Source>, PluginError>, CallStats) {
+        let state = HostState::new(
+            self.corpus.clone(),
+            Arc::clone(&self.config),
+            Arc::clone(&self.name),
+            request_id,
+            self.memory_limit,
+            self.observer.clone(),
+        );
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(limiter);
+        if self.call_deadline.is_some() {
+            // Conformance engine only: the call traps at the next epoch tick, which
+            // `retrieve_bounded` makes when the deadline passes.
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_trap();
+        }
+        let started = std::time::Instant::now();
+        let instance = self.pre.instantiate(&mut store);
+        let instantiate = started.elapsed();
+        let outcome =
+            instance.and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
+        let (output_dropped_bytes, log_dropped_messages) =
+            flush_output(store.data_mut(), &self.name, request_id);
+        let limits = &store.data().limits;
+        let stats = CallStats {
+            instantiate,
+            peak_memory: limits.peak_memory,
+            requested_memory: limits.requested_memory,
+            requested_table_elements: limits.requested_table_elements,
+            output_dropped_bytes,
+            log_dropped_messages,
+        };
+        // A trap poisons the instance; the store (and with it every open session) goes now.
+        drop(store);
+        let result = match outcome {
+            Ok(Ok(sources)) => check_sources(&sources, limit, &self.corpus)
+                .map(|()| sources)
+                .map_err(PluginError::Contract),
+            Ok(Err(guest)) => Err(PluginError::Guest(guest)),
+            Err(trap) => Err(PluginError::Trap(trap)),
+        };
+        (result, stats)
+    }
+
+    /// The per-instance memory cap, in bytes.
+    pub fn memory_limit(&self) -> usize {
+        self.memory_limit
+    }
+
+    /// The runtime's call deadline (`None` when serving: calls are never interrupted).
+    pub(crate) fn call_deadline(&self) -> Option<Duration> {
+        self.call_deadline
+    }
+
+    /// The engine the plugin was compiled for.
+    pub(crate) fn engine(&self) -> &Engine {
+        self.pre.engine()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::runtime::RuntimeOptions;
+
+    /// A pool over a one-document corpus in its own temporary directory.
+    fn one_document_pool() -> (CorpusPool, tempfile::TempDir) {
+        turnstile_corpus::testing::pool_of(
+            br#"{"id":"a","kind":"module","title":"a","text":"a"}"#,
+            1,
+        )
+    }
+
+    /// A runtime with the default 64 MiB memory cap and no precompiled cache.
+    fn runtime(max_instances: u32, pooling: bool) -> PluginRuntime {
+        PluginRuntime::new(RuntimeOptions {
+            memory_limit: 64 << 20,
+            max_instances,
+            cache_dir: None,
+            pooling,
+            call_deadline: None,
+            observer: None,
+        })
+        .unwrap()
+    }
+
+    /// The second wall: even a component linked past the contract check (which refuses its
+    /// filesystem and socket imports) gets errors, never data, because WASI grants nothing.
+    #[test]
+    fn wasi_grants_no_files_and_no_sockets() {
+        let (pool, dir) = one_document_pool();
+        let runtime = runtime(4, false);
+        let source = PluginSource::File(turnstile_fixtures::ESCAPE.into());
+        assert!(Plugin::load(&runtime, &source, PluginConfig::new(), pool.clone()).is_err());
+        for attempt in ["read-file", "list-dir", "socket"] {
+            let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);
+            let plugin =
+                Plugin::load_inner(&runtime, &source, config, pool.clone(), false).unwrap();
+            match plugin.retrieve("x", 1, 1) {
+                Err(PluginError::Guest(crate::bindings::RetrieveError::Internal(m))) => {
+                    assert!(m.starts_with(&format!("{attempt} refused")), "{m}");
+                }
+                other => panic!("{attempt}: expected a refusal, got {other:?}"),
+            }
+        }
+        dir.close().unwrap();
+    }
+
+    /// A pooled slot is reused call after call (one slot here), with its dirtied pages reset in
+    /// place where the kernel allows: each call must still start from the component's own
+    /// memory image, never a previous call's data.
+    #[test]
+    fn a_reused_pool_slot_starts_from_a_fresh_memory_image() {
+        let (pool, dir) = one_document_pool();
+        let runtime = runtime(1, true);
+        if runtime.allocator() != crate::runtime::Allocator::Pooling {
+            eprintln!("pooling allocator unavailable here: this checks on-demand instances only");
+        }
+        let source = PluginSource::File(turnstile_fixtures::HOSTILE.into());
+        let config = PluginConfig::from([("attempt".to_owned(), "remember".to_owned())]);
+        let plugin = Plugin::load_inner(&runtime, &source, config, pool, false).unwrap();
+        for call in 1..=5 {
+            match plugin.retrieve("x", 1, call) {
+                Err(PluginError::Guest(crate::bindings::RetrieveError::Internal(m))) => {
+                    assert_eq!(m, "remember refused: memory started fresh", "call {call}");
+                }
+                other => panic!("call {call}: expected fresh memory, got {other:?}"),
+            }
+        }
+        dir.close().unwrap();
+    }
+}

@@ -1,0 +1,101 @@
+//! Compiling components through a cache of precompiled artifacts that only this host wrote: an
+//! artifact is native code loaded without being checked again, so it is trusted only from this
+//! host's private cache directory and only when it matches the digest recorded beside it.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use crate::error::{Incompatibility, PluginError};
+use crate::runtime::PluginRuntime;
+
+impl PluginRuntime {
+    /// Compiles `bytes`, or loads the artifact this host precompiled for the same component
+    /// (by sha256) and the same engine settings.
+    pub(crate) fn compile(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<Component, PluginError> {
+        let incompatible = |reason: Incompatibility| PluginError::Incompatible {
+            name: name.to_owned(),
+            reason,
+        };
+        let Some(dir) = &self.options().cache_dir else {
+            return Component::new(self.engine(), bytes)
+                .map_err(|e| incompatible(Incompatibility::Compile(e)));
+        };
+        let mut engine_hash = DefaultHasher::new();
+        self.engine()
+            .precompile_compatibility_hash()
+            .hash(&mut engine_hash);
+        let path = dir.join(format!("{sha256}-{:016x}.cwasm", engine_hash.finish()));
+        if let Some(component) = self.load_cached(&path) {
+            return Ok(component);
+        }
+        let artifact = self
+            .engine()
+            .precompile_component(bytes)
+            .map_err(|e| incompatible(Incompatibility::Compile(e)))?;
+        // Only an artifact that loads is cached: a component this engine cannot instantiate
+        // (e.g. one needing more than the pool allows) is refused now and every time, with
+        // the real cause, and never leaves an unusable file behind.
+        let component = self
+            .deserialize_own(&artifact)
+            .map_err(|e| incompatible(Incompatibility::Artifact(e)))?;
+        if let Err(e) = store_artifact(dir, &path, &artifact) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot cache precompiled plugin");
+        }
+        Ok(component)
+    }
+
+    fn load_cached(&self, path: &Path) -> Option<Component> {
+        let artifact = std::fs::read(path).ok()?;
+        let recorded = std::fs::read_to_string(path.with_extension("cwasm.sha256")).ok()?;
+        // The digest file guards against a truncated or half-written artifact; the directory is
+        // private to this host (created 0700), which is what makes the artifact trusted.
+        if hex::encode(Sha256::digest(&artifact)) != recorded.trim() {
+            tracing::warn!(path = %path.display(), "precompiled plugin does not match its digest; recompiling");
+            return None;
+        }
+        match self.deserialize_own(&artifact) {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "precompiled plugin rejected; recompiling");
+                None
+            }
+        }
+    }
+
+    #[allow(unsafe_code)]
+    fn deserialize_own(&self, artifact: &[u8]) -> wasmtime::Result<Component> {
+        // SAFETY: `Component::deserialize` trusts its input to be machine code this engine
+        // produced. `artifact` is either what `precompile_component` returned a moment ago or a
+        // file this host wrote into its private cache directory, checked against the digest it
+        // recorded beside it; wasmtime itself also checks the engine settings it was built with.
+        unsafe { Component::deserialize(self.engine(), artifact) }
+    }
+}
+
+/// Writes the artifact under a unique temporary name, flushes it, and renames it into place, then
+/// records its digest: a reader sees either no artifact or a whole one.
+fn store_artifact(dir: &Path, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut tmp = tempfile::Builder::new().suffix(".tmp").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, artifact)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    std::fs::write(
+        path.with_extension("cwasm.sha256"),
+        hex::encode(Sha256::digest(artifact)),
+    )
+}

@@ -1,0 +1,150 @@
+//! The process's one wasmtime `Engine` and `Linker`: the instance allocator (a pool of slots when
+//! the address space allows it), and every import a plugin may link — WASI granting nothing, and
+//! the contract's own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::bindings::RetrievalPlugin;
+use crate::capabilities::{HostState, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
+use crate::error::PluginError;
+use crate::observe::Observer;
+
+/// How instances get their memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Allocator {
+    /// Slots reserved up front and reused: new store + instantiate + trivial call ~21 µs (with
+    /// dirtied pages reset in place, Linux ≥ 6.7) vs ~65–90 µs on demand (docs/BENCHMARKS.md).
+    Pooling,
+    /// Memory mapped per instance: the fallback where the pool's address space cannot be had.
+    OnDemand,
+}
+
+/// Settings of the runtime.
+#[derive(Clone)]
+pub struct RuntimeOptions {
+    /// Cap on one instance's linear memory, in bytes; growth past it traps.
+    pub memory_limit: usize,
+    /// Instances that may exist at once (the pool's size): at least the gate's `max_active`.
+    pub max_instances: u32,
+    /// Where precompiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Try the pooling allocator first (falls back to on-demand if it cannot be set up).
+    pub pooling: bool,
+    /// `None` for serving: calls are never interrupted. `Some(deadline)` for conformance work
+    /// (`turnstile check`, a swap's smoke checks): the engine has epoch interruption and a call
+    /// still running at the deadline is stopped — or, if it is blocked in a host call (a sleep),
+    /// abandoned — and refused with [`PluginError::TimedOut`].
+    pub call_deadline: Option<std::time::Duration>,
+    /// Told of every corpus host call of every call (`None`: not observed).
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+/// The engine and linker shared by every plugin of the process.
+pub struct PluginRuntime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    options: RuntimeOptions,
+    allocator: Allocator,
+}
+
+fn base_config(conformance: bool) -> Config {
+    let mut config = Config::new();
+    // Serving: deliberately no epoch interruption and no fuel: a plugin call is never cut short
+    // by the host. It keeps its worker thread, and so its lease, until it returns (or traps).
+    // Conformance work is not serving: there a deadline stops a looping candidate.
+    config.epoch_interruption(conformance);
+    config.consume_fuel(false);
+    config.wasm_component_model(true);
+    config
+}
+
+/// Bytes of each pooled linear memory kept resident between calls (only its dirtied pages are
+/// reset): a typical Rust component touches less than this per call. Bounded: at most this ×
+/// `total_memories` of resident memory.
+const KEEP_RESIDENT_MEMORY: usize = 1 << 20;
+/// Bytes of each pooled table kept resident between calls.
+const KEEP_RESIDENT_TABLE: usize = 64 << 10;
+
+impl PluginRuntime {
+    /// Builds the engine (pooling allocator when possible) and a linker with the WASI imports a
+    /// Rust component needs — all granting nothing — plus turnstile's own imports.
+    pub fn new(options: RuntimeOptions) -> Result<Self, PluginError> {
+        let mut engine_and_allocator = None;
+        if options.pooling {
+            let mut pool = PoolingAllocationConfig::default();
+            let n = options.max_instances.max(1);
+            pool.total_component_instances(n)
+                .total_core_instances(n.saturating_mul(MAX_INSTANCES as u32))
+                .total_memories(n.saturating_mul(MAX_MEMORIES as u32))
+                .total_tables(n.saturating_mul(MAX_TABLES as u32))
+                .total_stacks(n)
+                .max_memories_per_component(MAX_MEMORIES as u32)
+                .max_tables_per_component(MAX_TABLES as u32)
+                .max_core_instances_per_component(MAX_INSTANCES as u32)
+                .table_elements(MAX_TABLE_ELEMENTS)
+                .max_memory_size(options.memory_limit);
+            if PoolingAllocationConfig::is_pagemap_scan_available() {
+                // Linux ≥ 6.7: a freed slot's pages that the call dirtied (found with the
+                // PAGEMAP_SCAN ioctl) are reset in place and stay mapped, instead of madvise
+                // dropping the slot and the next call page-faulting it back in. Measured: a
+                // trivial pooled call 44 → 17 µs. Without the ioctl, keeping pages resident means
+                // a memset of the whole kept range, which is slower than madvise: not used.
+                pool.pagemap_scan(wasmtime::Enabled::Yes)
+                    .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
+                    .table_keep_resident(KEEP_RESIDENT_TABLE);
+            }
+            let mut config = base_config(options.call_deadline.is_some());
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+            match Engine::new(&config) {
+                Ok(engine) => engine_and_allocator = Some((engine, Allocator::Pooling)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "pooling allocator unavailable; using on-demand allocation")
+                }
+            }
+        }
+        let (engine, allocator) = match engine_and_allocator {
+            Some(found) => found,
+            None => (
+                Engine::new(&base_config(options.call_deadline.is_some()))
+                    .map_err(PluginError::Engine)?,
+                Allocator::OnDemand,
+            ),
+        };
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(PluginError::Engine)?;
+        RetrievalPlugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(PluginError::Engine)?;
+        Ok(Self {
+            engine,
+            linker,
+            options,
+            allocator,
+        })
+    }
+
+    /// The process's engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The allocator in use.
+    pub fn allocator(&self) -> Allocator {
+        self.allocator
+    }
+
+    /// The linker every plugin is linked with.
+    pub(crate) fn linker(&self) -> &Linker<HostState> {
+        &self.linker
+    }
+
+    /// The runtime's settings.
+    pub(crate) fn options(&self) -> &RuntimeOptions {
+        &self.options
+    }
+}

@@ -1,0 +1,119 @@
+//! Reading a plugin's component: the two embedded in the binary, or a file the operator names
+//! (a regular file of bounded size, opened so that a FIFO or a device cannot block or flood the
+//! read), and its sha256.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::PluginError;
+
+/// The default retrieval plugin, built from `plugins/retrieval-hybrid` by this crate's build
+/// script and embedded in the binary.
+static EMBEDDED_RETRIEVAL: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/retrieval-hybrid.wasm"));
+/// The lexical (bm25-only) plugin, built from `plugins/retrieval`: what the default was before
+/// contract 0.1.2, kept in the binary so the eval and the tests can always compare the two
+/// (operators get it as `target/plugins/retrieval.wasm` from `cargo xtask plugins`).
+static EMBEDDED_LEXICAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/retrieval.wasm"));
+
+/// The component bytes of the embedded default plugin (what `PluginSource::Embedded` serves).
+pub fn embedded_retrieval() -> &'static [u8] {
+    EMBEDDED_RETRIEVAL
+}
+
+/// The component bytes of the embedded lexical plugin.
+pub fn embedded_lexical() -> &'static [u8] {
+    EMBEDDED_LEXICAL
+}
+
+/// Largest plugin file read, in bytes (a component is a few hundred KiB to a few MiB): bounds
+/// what a swap reads and compiles.
+pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
+
+/// Where a plugin's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    /// The retrieval plugin embedded in the binary.
+    Embedded,
+    /// A `.wasm` component file chosen by the operator.
+    File(PathBuf),
+}
+
+impl PluginSource {
+    /// The plugin's name: its file stem, or `retrieval-hybrid` for the embedded one.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Embedded => "retrieval-hybrid".to_owned(),
+            Self::File(path) => path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "plugin".to_owned()),
+        }
+    }
+
+    /// The component's bytes. A file must be a regular file of at most [`MAX_PLUGIN_BYTES`]:
+    /// a device (`/dev/zero`), a FIFO or a directory is refused before anything is read.
+    pub fn read(&self) -> Result<Cow<'static, [u8]>, PluginError> {
+        let path = match self {
+            Self::Embedded => return Ok(Cow::Borrowed(EMBEDDED_RETRIEVAL)),
+            Self::File(path) => path,
+        };
+        let refuse = |source: std::io::Error| PluginError::Read {
+            path: path.clone(),
+            source,
+        };
+        let not_regular = || {
+            refuse(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ))
+        };
+        // Look before opening (opening a FIFO would block until a writer came), open without
+        // blocking, and look again at what was opened (the path may have changed meanwhile).
+        if !std::fs::metadata(path).map_err(refuse)?.is_file() {
+            return Err(not_regular());
+        }
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                .open(path)
+                .map_err(refuse)?
+        };
+        let metadata = file.metadata().map_err(refuse)?;
+        if !metadata.is_file() {
+            return Err(not_regular());
+        }
+        if metadata.len() > MAX_PLUGIN_BYTES {
+            return Err(refuse(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} bytes; at most {MAX_PLUGIN_BYTES} are read",
+                    metadata.len()
+                ),
+            )));
+        }
+        let mut bytes = Vec::with_capacity(metadata.len() as usize);
+        // `take`: the file may grow between the size check and the read.
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_PLUGIN_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(refuse)?;
+        if bytes.len() as u64 > MAX_PLUGIN_BYTES {
+            return Err(refuse(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("larger than {MAX_PLUGIN_BYTES} bytes"),
+            )));
+        }
+        Ok(Cow::Owned(bytes))
+    }
+}
+
+/// sha256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}

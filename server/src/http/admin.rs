@@ -1,0 +1,142 @@
+//! `POST /admin/plugin`: swap the served plugin without a restart (access: `super::access`).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use serde::Deserialize;
+
+use super::api::{
+    ForbiddenBody, GenerationBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal,
+    SwapRequestBody, SwappedBody, SwappedStatus, UnauthorizedBody,
+};
+use super::body::{read_body, require_json};
+use super::error::ApiError;
+use super::state::AppState;
+use turnstile_host::swap::Trigger;
+use turnstile_host::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config};
+
+/// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
+pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;
+
+/// `POST /admin/plugin` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SwapRequest {
+    /// The candidate component file.
+    path: String,
+    /// If given, the file must hash to this.
+    sha256: Option<String>,
+    /// The candidate's settings (default: the server's `--plugin-config`), validated like
+    /// `--plugin-config`.
+    config: Option<ConfigEntries>,
+}
+
+/// A JSON object of string settings, in order and with any repeated key kept, so that the one
+/// validation of plugin settings can refuse it (a plain map would silently keep the last).
+#[derive(Debug)]
+struct ConfigEntries(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for ConfigEntries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = ConfigEntries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of string settings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ConfigEntries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, String>()? {
+                    if entries.len() > MAX_PLUGIN_CONFIG_ENTRIES {
+                        return Err(serde::de::Error::custom(format!(
+                            "more than {MAX_PLUGIN_CONFIG_ENTRIES} settings"
+                        )));
+                    }
+                    entries.push(entry);
+                }
+                Ok(ConfigEntries(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
+}
+
+/// `POST /admin/plugin`: replace the served plugin without a restart.
+#[utoipa::path(
+    post,
+    path = "/admin/plugin",
+    tag = "admin",
+    request_body(content = SwapRequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Installed: the new generation serves new requests", body = SwappedBody),
+        (status = 400, description = "Not readable", body = InvalidRequestBody),
+        (status = 401, description = "A token is needed", body = UnauthorizedBody),
+        (status = 403, description = "Refused for where it comes from", body = ForbiddenBody),
+        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
+        (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
+        (status = 415, description = "Not application/json", body = InvalidRequestBody),
+        (status = 422, description = "A bad request, or a refused candidate (the old plugin keeps serving)", body = SwapRefusal),
+        (status = 500, description = "The swap's worker failed", body = InternalBody),
+    )
+)]
+pub async fn swap_plugin(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<SwappedBody>, ApiError> {
+    require_json(&headers)?;
+    let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
+    let request: SwapRequest = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::invalid(
+            InvalidCode::InvalidSwapRequest,
+            format!("expected {{\"path\", \"sha256\"?, \"config\"?}}: {e}"),
+        )
+    })?;
+    let expected = match request.sha256.as_deref().map(str::parse::<Sha256Hex>) {
+        None => None,
+        Some(Ok(hex)) => Some(hex),
+        Some(Err(e)) => {
+            return Err(ApiError::invalid(InvalidCode::InvalidSha256, e.to_string()));
+        }
+    };
+    let config = match request.config {
+        None => None,
+        Some(ConfigEntries(entries)) => Some(plugin_config(entries).map_err(|e| {
+            ApiError::invalid(InvalidCode::InvalidPluginConfig, format!("`config`: {e}"))
+        })?),
+    };
+    let source = PluginSource::File(request.path.into());
+    let swap = Arc::clone(&state.swap);
+    let trigger = Trigger::Admin { sha256: expected };
+    let outcome = tokio::task::spawn_blocking(move || swap.swap(source, trigger, config))
+        .await
+        .map_err(|_| ApiError::Internal { request_id: 0 })?;
+    match outcome {
+        Ok(swapped) => Ok(Json(SwappedBody {
+            status: SwappedStatus::Swapped,
+            generation: swapped.generation.number,
+            name: swapped.generation.plugin.name().to_owned(),
+            sha256: swapped.generation.plugin.sha256().to_owned(),
+            previous: GenerationBody {
+                generation: swapped.previous.number,
+                name: swapped.previous.plugin.name().to_owned(),
+                sha256: swapped.previous.plugin.sha256().to_owned(),
+            },
+            swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
+            smoke_checks_passed: swapped.smoke.len(),
+        })),
+        Err(error) => {
+            tracing::warn!(%error, "plugin swap refused; the current plugin keeps serving");
+            Err(ApiError::SwapFailed {
+                code: error.code(),
+                detail: error.to_string(),
+            })
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! The bodies of every answer besides success: refused before any work (`invalid_request`),
+//! refused by a gate (`queue_full`, `wait_timeout`, `global_unavailable`), refused for where it
+//! comes from or without credentials (`forbidden`, `unauthorized`), a refused swap, a full live
+//! view, and the plugin's failure (`internal_error`). Each code decides its status.
+
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Why a request was refused before any work; the code decides the status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidCode {
+    /// 400: the body is not JSON.
+    MalformedJson,
+    /// 400: the body could not be read.
+    UnreadableBody,
+    /// 408: the body did not arrive within `--body-timeout-ms`.
+    BodyTimeout,
+    /// 413: the body is over its bound.
+    BodyTooLarge,
+    /// 415: not `Content-Type: application/json`.
+    UnsupportedMediaType,
+    /// 422: JSON, but not an object.
+    NotAnObject,
+    /// 422: no `question`.
+    MissingQuestion,
+    /// 422: `question` is not a string.
+    InvalidQuestion,
+    /// 422: `question` is empty or blank.
+    BlankQuestion,
+    /// 422: `question` is over 500 characters.
+    QuestionTooLong,
+    /// 422: `limit` is not an integer from 1 to 20.
+    InvalidLimit,
+    /// 422: a field the request does not take.
+    UnknownField,
+    /// 422: a field given twice.
+    DuplicateField,
+    /// 422: a swap request of the wrong shape.
+    InvalidSwapRequest,
+    /// 422: a `sha256` that is not 64 hex digits.
+    InvalidSha256,
+    /// 422: swap settings out of their bounds.
+    InvalidPluginConfig,
+    /// 400: a `Last-Event-ID` that is not a decimal event id.
+    InvalidLastEventId,
+}
+
+impl InvalidCode {
+    /// The HTTP status of this refusal.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::MalformedJson | Self::UnreadableBody | Self::InvalidLastEventId => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MalformedJson => "malformed_json",
+            Self::UnreadableBody => "unreadable_body",
+            Self::BodyTimeout => "body_timeout",
+            Self::BodyTooLarge => "body_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::NotAnObject => "not_an_object",
+            Self::MissingQuestion => "missing_question",
+            Self::InvalidQuestion => "invalid_question",
+            Self::BlankQuestion => "blank_question",
+            Self::QuestionTooLong => "question_too_long",
+            Self::InvalidLimit => "invalid_limit",
+            Self::UnknownField => "unknown_field",
+            Self::DuplicateField => "duplicate_field",
+            Self::InvalidSwapRequest => "invalid_swap_request",
+            Self::InvalidSha256 => "invalid_sha256",
+            Self::InvalidPluginConfig => "invalid_plugin_config",
+            Self::InvalidLastEventId => "invalid_last_event_id",
+        }
+    }
+}
+
+/// Why an admin request was refused for where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ForbiddenCode {
+    /// An `Origin` other than the server's own (a browser page elsewhere).
+    CrossOrigin,
+    /// Without a token, a `Host` that is not a loopback name (DNS rebinding).
+    HostNotAllowed,
+    /// Without a token, forwarding headers: the request came through a proxy.
+    ProxiedWithoutToken,
+}
+
+impl ForbiddenCode {
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CrossOrigin => "cross_origin",
+            Self::HostNotAllowed => "host_not_allowed",
+            Self::ProxiedWithoutToken => "proxied_without_token",
+        }
+    }
+}
+
+macro_rules! one_word {
+    ($($(#[$doc:meta])* $name:ident = $variant:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            /// The only value.
+            $variant,
+        }
+    )*};
+}
+
+one_word! {
+    /// `invalid_request`.
+    InvalidStatus = InvalidRequest;
+    /// `forbidden`.
+    ForbiddenStatus = Forbidden;
+    /// `unauthorized`.
+    UnauthorizedStatus = Unauthorized;
+    /// `swap_failed`.
+    SwapFailedStatus = SwapFailed;
+    /// `internal_error`.
+    InternalStatus = InternalError;
+    /// `swapped`.
+    SwappedStatus = Swapped;
+    /// `too_many_subscribers`.
+    TooManySubscribersStatus = TooManySubscribers;
+}
+
+/// 503: `--max-subscribers` `/events` streams are open already.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TooManySubscribersBody {
+    /// Always `too_many_subscribers`.
+    pub status: TooManySubscribersStatus,
+    /// Human message.
+    pub detail: String,
+    /// Suggested wait before retrying, in seconds (also in `Retry-After`).
+    pub retry_after_seconds: u64,
+}
+
+impl TooManySubscribersBody {
+    /// The body for a cap of `max` streams.
+    pub fn new(max: usize, retry_after_seconds: u64) -> Self {
+        Self {
+            status: TooManySubscribersStatus::TooManySubscribers,
+            detail: format!("{max} /events streams are open (--max-subscribers); try again later"),
+            retry_after_seconds,
+        }
+    }
+}
+
+/// 400, 408, 413, 415, 422: refused before any work.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvalidRequestBody {
+    status: InvalidStatus,
+    /// What is wrong.
+    error: InvalidCode,
+    /// For a person.
+    detail: String,
+}
+
+impl InvalidRequestBody {
+    pub(crate) fn new(error: InvalidCode, detail: String) -> Self {
+        Self {
+            status: InvalidStatus::InvalidRequest,
+            error,
+            detail,
+        }
+    }
+}
+
+/// 403: an admin request refused for where it comes from.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ForbiddenBody {
+    status: ForbiddenStatus,
+    /// Why.
+    error: ForbiddenCode,
+    /// For a person.
+    detail: String,
+}
+
+impl ForbiddenBody {
+    pub(crate) fn new(error: ForbiddenCode, detail: String) -> Self {
+        Self {
+            status: ForbiddenStatus::Forbidden,
+            error,
+            detail,
+        }
+    }
+}
+
+/// The gate's refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalStatus {
+    /// 429: the wait queue is full.
+    QueueFull,
+    /// 503: no slot within the wait deadline.
+    WaitTimeout,
+    /// 503: the global limit's Redis cannot be reached and `--global-failure closed`.
+    GlobalUnavailable,
+}
+
+/// Which gate refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusingGate {
+    /// This process's gate (`--max-active`, `--max-waiting`).
+    Local,
+    /// The global limit shared by every replica (`--global-max-active`, on Redis).
+    Global,
+}
+
+/// 429 or 503: the gate refused; the request never ran. `Retry-After` says when to try again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RefusalBody {
+    /// Which refusal.
+    pub status: RefusalStatus,
+    /// Which gate refused.
+    pub gate: RefusingGate,
+    /// For a person.
+    pub detail: String,
+    /// The same as `Retry-After`: the time for the queue ahead to drain at the recent rate.
+    pub retry_after_seconds: u64,
+}
+
+/// 401: admin access refused.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UnauthorizedBody {
+    status: UnauthorizedStatus,
+    /// For a person.
+    detail: &'static str,
+}
+
+impl UnauthorizedBody {
+    pub(crate) fn new() -> Self {
+        Self {
+            status: UnauthorizedStatus::Unauthorized,
+            detail: "admin access needs a valid bearer token (or loopback when none is set)",
+        }
+    }
+}
+
+/// 422: a swap refused; the current plugin keeps serving.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SwapFailedBody {
+    status: SwapFailedStatus,
+    /// `plugin_unreadable`, `sha256_mismatch`, `sha256_required`, `incompatible_plugin`,
+    /// `corpus_unavailable`, `timeout` or `smoke_failed`.
+    error: &'static str,
+    /// For a person.
+    detail: String,
+}
+
+impl SwapFailedBody {
+    pub(crate) fn new(error: &'static str, detail: String) -> Self {
+        Self {
+            status: SwapFailedStatus::SwapFailed,
+            error,
+            detail,
+        }
+    }
+}
+
+/// 422 from `/admin/plugin`: a request of the wrong shape, or a refused candidate.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SwapRefusal {
+    /// The request itself.
+    Invalid(InvalidRequestBody),
+    /// The candidate.
+    Refused(SwapFailedBody),
+}
+
+/// 500: the plugin trapped, failed or broke the contract; the cause is in the server log under
+/// this request id.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InternalBody {
+    status: InternalStatus,
+    /// Matches the server log's lines about this request.
+    request_id: u64,
+}
+
+impl InternalBody {
+    pub(crate) fn new(request_id: u64) -> Self {
+        Self {
+            status: InternalStatus::InternalError,
+            request_id,
+        }
+    }
+}

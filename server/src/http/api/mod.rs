@@ -1,0 +1,24 @@
+//! The HTTP API's bodies as types: what the handlers send is built from them, and the OpenAPI
+//! document (`super::openapi`) describes exactly these. No handler lives here.
+
+mod admin;
+mod errors;
+mod live;
+mod operations;
+mod retrieval;
+
+pub use admin::{GenerationBody, SwapRequestBody, SwappedBody};
+pub use errors::{
+    ForbiddenBody, ForbiddenCode, ForbiddenStatus, InternalBody, InternalStatus, InvalidCode,
+    InvalidRequestBody, InvalidStatus, RefusalBody, RefusalStatus, RefusingGate, SwapFailedBody,
+    SwapFailedStatus, SwapRefusal, SwappedStatus, TooManySubscribersBody, TooManySubscribersStatus,
+    UnauthorizedBody, UnauthorizedStatus,
+};
+pub use live::{EventsBody, LiveBody, LiveSnapshot};
+pub use operations::{
+    ConnectionsBody, CorpusBody, HealthBody, HealthStatus, ReadyBody, ReadyStatus, StateBody,
+    StuckCall,
+};
+pub use retrieval::{
+    CompletedStatus, PluginBody, RetrieveRequestBody, RetrieveResponse, SourceBody, Timing,
+};

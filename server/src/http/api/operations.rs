@@ -1,0 +1,113 @@
+//! The operations endpoints' answers: `/healthz`, `/readyz`, `/state`.
+
+use serde::Serialize;
+use turnstile_corpus::IndexOrigin;
+use turnstile_gate::Snapshot;
+use turnstile_global::GlobalStatus;
+use turnstile_host::Allocator;
+use utoipa::ToSchema;
+
+use super::live::LiveBody;
+use super::retrieval::PluginBody;
+
+/// A plugin call older than a health threshold.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StuckCall {
+    /// The request's ticket.
+    pub ticket: u64,
+    /// How long it has run, ms.
+    pub held_ms: u64,
+    /// Its client went away.
+    pub client_gone: bool,
+}
+
+/// `/healthz`'s status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    /// 200: alive.
+    Ok,
+    /// 503: a call has run past `--stuck-unhealthy-after-ms`.
+    Unhealthy,
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthBody {
+    /// Alive, or not.
+    pub status: HealthStatus,
+    /// With `unhealthy`: the threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_after_ms: Option<u64>,
+    /// With `unhealthy`: the calls past it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<Vec<StuckCall>>,
+}
+
+/// `/readyz`'s status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyStatus {
+    /// 200: ready.
+    Ready,
+    /// 503: a call has run past `--stuck-after-ms`.
+    Degraded,
+}
+
+/// The corpus being served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorpusBody {
+    /// A path, or the embedded corpus's name.
+    pub source: String,
+    /// sha256 of the JSON Lines.
+    pub sha256: String,
+    /// Documents.
+    pub documents: u64,
+    /// Reused from the cache, or built at start.
+    pub index: IndexOrigin,
+}
+
+/// `GET /readyz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadyBody {
+    /// Ready, or degraded.
+    pub status: ReadyStatus,
+    /// The stuck threshold, ms.
+    pub stuck_after_ms: u64,
+    /// Calls past it.
+    pub stuck: Vec<StuckCall>,
+    /// The serving plugin.
+    pub plugin: PluginBody,
+    /// The corpus.
+    pub corpus: CorpusBody,
+    /// How plugin instances get memory.
+    pub allocator: Allocator,
+}
+
+/// Connections open now, and the cap.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectionsBody {
+    /// Open now.
+    pub open: usize,
+    /// `--max-connections`.
+    pub max: usize,
+}
+
+/// `GET /state`: the gate's snapshot (taken atomically) and what helps an operator.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StateBody {
+    /// The gate.
+    #[serde(flatten)]
+    pub gate: Snapshot,
+    /// The serving plugin.
+    pub plugin: PluginBody,
+    /// Corpus sessions open now.
+    pub corpus_sessions_open: usize,
+    /// Connections.
+    pub connections: ConnectionsBody,
+    /// The live view's streams (`/events`).
+    pub live: LiveBody,
+    /// The global limit shared with other replicas (when `--redis-url` is set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global: Option<GlobalStatus>,
+}

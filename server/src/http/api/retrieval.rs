@@ -1,0 +1,95 @@
+//! `POST /retrieve`'s request and answer, and the plugin generation every answer names.
+
+use serde::{Deserialize, Serialize};
+use turnstile_host::{Generation, Source};
+use utoipa::ToSchema;
+
+/// `POST /retrieve`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequestBody {
+    /// 1 to 500 characters, not blank.
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
+    pub question: String,
+    /// How many sources, 1 to 20 (default 5); `null` is not a number of sources.
+    #[schema(minimum = 1, maximum = 20, default = 5, nullable = false)]
+    pub limit: Option<u32>,
+}
+
+/// `completed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletedStatus {
+    /// The only value.
+    Completed,
+}
+
+/// A 200 answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrieveResponse {
+    /// Always `completed`.
+    pub status: CompletedStatus,
+    /// Best first.
+    pub sources: Vec<SourceBody>,
+    /// Which plugin answered.
+    pub plugin: PluginBody,
+    /// Process-unique request id.
+    pub request_id: u64,
+    /// Where the time went.
+    pub timing: Timing,
+}
+
+/// Queue wait and plugin execution, measured separately.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Timing {
+    /// From arrival at the gate to getting a lease.
+    pub queue_ms: f64,
+    /// The plugin call on the worker thread.
+    pub execution_ms: f64,
+}
+
+/// One source in a response, best first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceBody {
+    /// A document id of the corpus.
+    id: String,
+    /// At most 512 bytes.
+    title: String,
+    /// Higher is better; finite.
+    score: f64,
+    /// At most 1 KiB.
+    snippet: String,
+}
+
+/// A plugin generation: the one that served a response, or the one serving now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PluginBody {
+    /// Its name (the file stem, or `retrieval` for the embedded one).
+    pub name: String,
+    /// sha256 of its component.
+    pub sha256: String,
+    /// 1 at start, +1 per swap.
+    pub generation: u64,
+}
+
+impl PluginBody {
+    /// The body of a generation.
+    pub fn of(generation: &Generation) -> Self {
+        Self {
+            name: generation.plugin.name().to_owned(),
+            sha256: generation.plugin.sha256().to_owned(),
+            generation: generation.number,
+        }
+    }
+}
+
+impl From<Source> for SourceBody {
+    fn from(s: Source) -> Self {
+        Self {
+            id: s.id,
+            title: s.title,
+            score: s.score,
+            snippet: s.snippet,
+        }
+    }
+}

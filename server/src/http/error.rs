@@ -1,0 +1,238 @@
+//! Everything the API answers besides success: one error type that turns into a status, a
+//! stable machine-readable code and a safe message (the bodies are in [`super::api`], so the
+//! OpenAPI document describes exactly what is sent).
+
+use axum::Json;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::api::{
+    ForbiddenBody, ForbiddenCode, InternalBody, InvalidCode, InvalidRequestBody, RefusalBody,
+    RefusalStatus, RefusingGate, SwapFailedBody, TooManySubscribersBody, UnauthorizedBody,
+};
+use crate::admission::Refused;
+use turnstile_gate::Refusal;
+use turnstile_global::GlobalRefusal;
+
+/// What the API can answer besides success. Causes of internal errors stay in the server log.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request is refused before any work: `{"status":"invalid_request","error","detail"}`.
+    #[error("{}: {detail}", .code.as_str())]
+    Invalid {
+        /// Machine-readable code, e.g. `question_too_long`; it decides the status.
+        code: InvalidCode,
+        /// Human message.
+        detail: String,
+        /// Answer with `Connection: close` (the body was not read whole).
+        close: bool,
+    },
+    /// An admin request refused for where it comes from: 403.
+    #[error("{}: {detail}", .code.as_str())]
+    Forbidden {
+        /// Machine-readable code.
+        code: ForbiddenCode,
+        /// Human message.
+        detail: String,
+    },
+    /// The gate refused the request; it never ran: 429 `queue_full` or 503 `wait_timeout`,
+    /// with `Retry-After`.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The global gate refused; the request never ran: 429 `queue_full`, 503 `wait_timeout` or
+    /// 503 `global_unavailable`, with `Retry-After`.
+    #[error("{0}")]
+    GlobalRefused(GlobalRefusal),
+    /// Admin access refused: 401.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// A plugin swap was refused; the current plugin keeps serving: 422.
+    #[error("{code}: {detail}")]
+    SwapFailed {
+        /// e.g. `sha256_mismatch`.
+        code: &'static str,
+        /// Human message.
+        detail: String,
+    },
+    /// `--max-subscribers` `/events` streams are open: 503 `too_many_subscribers`.
+    #[error("too_many_subscribers: {max} streams are open")]
+    TooManySubscribers {
+        /// The cap.
+        max: usize,
+    },
+    /// The plugin failed (trap, guest error, panic): 500 `{"status":"internal_error"}`.
+    #[error("internal error in request {request_id}")]
+    Internal {
+        /// Matches the server log line with the cause.
+        request_id: u64,
+    },
+}
+
+impl ApiError {
+    pub(crate) fn invalid(code: InvalidCode, detail: impl Into<String>) -> Self {
+        Self::Invalid {
+            code,
+            detail: detail.into(),
+            close: false,
+        }
+    }
+
+    /// The same error, answered with `Connection: close`.
+    pub(crate) fn closing(self) -> Self {
+        match self {
+            Self::Invalid { code, detail, .. } => Self::Invalid {
+                code,
+                detail,
+                close: true,
+            },
+            other => other,
+        }
+    }
+}
+
+/// A response extension naming the code of an edge rejection, for the metrics and the access
+/// log.
+#[derive(Debug, Clone, Copy)]
+pub struct Rejected(pub &'static str);
+
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Local(refusal) => Self::Refused(refusal),
+            Refused::Global(refusal) => Self::GlobalRefused(refusal),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let rejected = match &self {
+            Self::Invalid { code, .. } => Some(Rejected(code.as_str())),
+            _ => None,
+        };
+        let mut response = self.respond();
+        if let Some(rejected) = rejected {
+            response.extensions_mut().insert(rejected);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    fn respond(self) -> Response {
+        match self {
+            Self::Invalid {
+                code,
+                detail,
+                close,
+            } => {
+                let mut response =
+                    (code.status(), Json(InvalidRequestBody::new(code, detail))).into_response();
+                if close {
+                    response.headers_mut().insert(
+                        header::CONNECTION,
+                        header::HeaderValue::from_static("close"),
+                    );
+                }
+                response
+            }
+            Self::Forbidden { code, detail } => (
+                StatusCode::FORBIDDEN,
+                Json(ForbiddenBody::new(code, detail)),
+            )
+                .into_response(),
+            Self::Refused(refusal) => {
+                let (status, body_status, detail) = match refusal {
+                    Refusal::QueueFull { .. } => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        RefusalStatus::QueueFull,
+                        "the server is at capacity and its wait queue is full",
+                    ),
+                    Refusal::WaitTimeout { .. } => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        RefusalStatus::WaitTimeout,
+                        "no slot became free within the wait deadline",
+                    ),
+                };
+                let retry_after = refusal.retry_after().as_secs().max(1);
+                refused(
+                    status,
+                    body_status,
+                    RefusingGate::Local,
+                    detail,
+                    retry_after,
+                )
+            }
+            Self::GlobalRefused(refusal) => {
+                let (status, body_status, detail) = match refusal {
+                    GlobalRefusal::QueueFull => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        RefusalStatus::QueueFull,
+                        "the global limit shared by every replica is reached and its queue is full",
+                    ),
+                    GlobalRefusal::WaitTimeout => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        RefusalStatus::WaitTimeout,
+                        "no global lease became free within the wait deadline",
+                    ),
+                    GlobalRefusal::Unavailable => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        RefusalStatus::GlobalUnavailable,
+                        "the global limit cannot be reached (Redis) and this server refuses without it",
+                    ),
+                };
+                refused(status, body_status, RefusingGate::Global, detail, 1)
+            }
+            Self::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                // Basic too, so that a browser opening /dashboard asks for the token.
+                [(
+                    header::WWW_AUTHENTICATE,
+                    r#"Bearer realm="turnstile", Basic realm="turnstile", charset="UTF-8""#,
+                )],
+                Json(UnauthorizedBody::new()),
+            )
+                .into_response(),
+            Self::SwapFailed { code, detail } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(SwapFailedBody::new(code, detail)),
+            )
+                .into_response(),
+            Self::TooManySubscribers { max } => {
+                let retry_after = 5;
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    Json(TooManySubscribersBody::new(max, retry_after)),
+                )
+                    .into_response()
+            }
+            Self::Internal { request_id } => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(InternalBody::new(request_id)),
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// A refusal: the request never ran.
+fn refused(
+    status: StatusCode,
+    body_status: RefusalStatus,
+    gate: RefusingGate,
+    detail: &str,
+    retry_after: u64,
+) -> Response {
+    (
+        status,
+        [(header::RETRY_AFTER, retry_after.to_string())],
+        Json(RefusalBody {
+            status: body_status,
+            gate,
+            detail: detail.to_owned(),
+            retry_after_seconds: retry_after,
+        }),
+    )
+        .into_response()
+}

@@ -1,0 +1,35 @@
+//! `GET /dashboard`: one self-contained page that draws the `/events` stream.
+
+use axum::http::header;
+use axum::response::IntoResponse;
+
+use crate::http::api::{ForbiddenBody, UnauthorizedBody};
+
+/// The page, with its script and style inline (no external asset, no CDN).
+const DASHBOARD_HTML: &str = include_str!("dashboard.html");
+
+/// `GET /dashboard`: the live page.
+#[utoipa::path(
+    get,
+    path = "/dashboard",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The live page (HTML, self-contained)", body = String, content_type = "text/html"),
+        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
+        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
+    )
+)]
+pub async fn dashboard() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        DASHBOARD_HTML,
+    )
+}

@@ -1,0 +1,28 @@
+//! The HTTP edge: request validation, admission, the worker, the response. Every rejection is
+//! decided here, before any lease or worker is involved. [`routes`] names every route once.
+
+pub mod access;
+mod admin;
+pub mod api;
+mod body;
+mod error;
+mod health;
+pub mod live;
+mod openapi;
+mod operator;
+mod policy;
+mod request;
+mod request_id;
+mod retrieve;
+mod routes;
+mod state;
+
+pub use access::Access;
+pub use admin::MAX_ADMIN_BODY_BYTES;
+pub use body::DRAIN_BYTES;
+pub use error::ApiError;
+pub use policy::AdminPolicy;
+pub use request::{MAX_BODY_BYTES, RetrieveRequest};
+pub use request_id::{MAX_REQUEST_ID_BYTES, REQUEST_ID_HEADER, RequestId};
+pub use routes::{app, openapi_json, routes};
+pub use state::{AppState, HealthPolicy, Policies};

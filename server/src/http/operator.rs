@@ -1,0 +1,73 @@
+//! What an operator reads: `GET /state` (the gate's snapshot and what helps to read it) and
+//! `GET /metrics` (Prometheus).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+
+use super::api::{ConnectionsBody, ForbiddenBody, PluginBody, StateBody, UnauthorizedBody};
+use super::state::AppState;
+
+/// `GET /state`: the gate's snapshot (taken atomically under its lock) plus what helps an
+/// operator: which plugin serves, open corpus sessions and connections.
+#[utoipa::path(
+    get,
+    path = "/state",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The gate's state", body = StateBody),
+        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
+        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
+    )
+)]
+pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
+    let global = match state.admission.global() {
+        Some(global) => Some(global.status().await),
+        None => None,
+    };
+    Json(StateBody {
+        global,
+        gate: state.admission.gate().snapshot(),
+        plugin: PluginBody::of(&state.plugins.current()),
+        corpus_sessions_open: state.plugin().corpus().live_sessions(),
+        connections: ConnectionsBody {
+            open: state.connections.load(std::sync::atomic::Ordering::SeqCst),
+            max: state.edge.max_connections,
+        },
+        live: state.live.body(),
+    })
+}
+
+/// `GET /metrics`: every metric in the Prometheus text exposition format
+/// (`docs/METRICS.md`), under the same access rule as `/state`.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses(
+        (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
+        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
+        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
+    )
+)]
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(
+            state.admission.gate(),
+            &state.plugins,
+            state.admission.global(),
+            {
+                let live = state.live.body();
+                crate::metrics::LiveCounts {
+                    subscribers: live.subscribers,
+                    dropped: live.dropped,
+                }
+            },
+        ),
+    )
+}

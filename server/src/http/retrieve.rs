@@ -1,0 +1,123 @@
+//! `POST /retrieve`: validate → admit → blocking worker → answer.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
+
+use super::api::{
+    CompletedStatus, InternalBody, InvalidRequestBody, PluginBody, RefusalBody,
+    RetrieveRequestBody, RetrieveResponse, SourceBody, Timing,
+};
+use super::body::{read_body, require_json};
+use super::error::ApiError;
+use super::request::{MAX_BODY_BYTES, RetrieveRequest};
+use super::request_id::{RequestId, Served};
+use super::state::AppState;
+use crate::metrics::CallOutcome;
+use turnstile_host::{PluginError, Source};
+
+/// `POST /retrieve`: the sources for a question, best first.
+#[utoipa::path(
+    post,
+    path = "/retrieve",
+    tag = "retrieval",
+    request_body(content = RetrieveRequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Sources, best first", body = RetrieveResponse),
+        (status = 400, description = "Not JSON, or unreadable", body = InvalidRequestBody),
+        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
+        (status = 413, description = "Body over 8 KiB", body = InvalidRequestBody),
+        (status = 415, description = "Not application/json", body = InvalidRequestBody),
+        (status = 422, description = "JSON of the wrong shape", body = InvalidRequestBody),
+        (status = 429, description = "The wait queue is full", body = RefusalBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 500, description = "The plugin failed", body = InternalBody),
+        (status = 503, description = "No slot within the wait deadline", body = RefusalBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+    )
+)]
+pub async fn retrieve(
+    State(state): State<AppState>,
+    Extension(id): Extension<RequestId>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(Extension<Served>, Json<RetrieveResponse>), ApiError> {
+    require_json(&headers)?;
+    let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
+    let request = RetrieveRequest::parse(&body)?;
+
+    let request_id = id.number;
+    // Admission. Cancel-safe: if the client goes away while this waits, the waiter leaves the
+    // queues (or gives back what was granted in the meantime) and never runs.
+    let admitted = state.admission.admit().await?;
+    if let Some(waited) = admitted.global_waited {
+        state.metrics.global_waited(waited);
+    }
+    let queue_ms = admitted.waited.as_secs_f64() * 1e3;
+    // If this handler is dropped from here on (client disconnect, read timeout), the lease is
+    // marked as belonging to a gone client — but it stays held by the worker below.
+    let client = admitted.lease.client_watch();
+    // The generation is fixed at admission: a swap from here on does not affect this request.
+    let generation = state.plugins.current();
+    let plugin = Arc::clone(&generation.plugin);
+    let metrics = Arc::clone(&state.metrics);
+    // The worker logs inside this request's span, like the handler.
+    let span = tracing::Span::current();
+    let worker = tokio::task::spawn_blocking(move || {
+        let _in_request = span.enter();
+        // The leases live in the worker: they are released when this closure ends — the plugin
+        // call has returned, failed, trapped or panicked — and not a moment earlier.
+        let admitted = admitted;
+        let started = std::time::Instant::now();
+        let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
+        let execution_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (waited, held) = (admitted.lease.waited(), admitted.lease.held());
+        drop(admitted);
+        metrics.admitted(waited, held);
+        metrics.call(call_outcome(&result), stats.instantiate);
+        (result, execution_ms)
+    });
+    let outcome = worker.await;
+    client.disarm();
+    match outcome {
+        Ok((Ok(sources), execution_ms)) => Ok((
+            Extension(Served {
+                generation: generation.number,
+                queue_ms,
+                execution_ms,
+            }),
+            Json(RetrieveResponse {
+                status: CompletedStatus::Completed,
+                sources: sources.into_iter().map(SourceBody::from).collect(),
+                plugin: PluginBody::of(&generation),
+                request_id,
+                timing: Timing {
+                    queue_ms,
+                    execution_ms,
+                },
+            }),
+        )),
+        Ok((Err(error), _)) => {
+            tracing::error!(plugin = generation.plugin.name(), %error, "plugin call failed");
+            Err(ApiError::Internal { request_id })
+        }
+        Err(join) => {
+            tracing::error!(plugin = generation.plugin.name(), error = %join, "plugin worker panicked");
+            state.metrics.call(CallOutcome::Trap, Default::default());
+            Err(ApiError::Internal { request_id })
+        }
+    }
+}
+
+/// How a plugin call ended, as the metrics count it.
+fn call_outcome(result: &Result<Vec<Source>, PluginError>) -> CallOutcome {
+    match result {
+        Ok(_) => CallOutcome::Ok,
+        Err(PluginError::Guest(_)) => CallOutcome::PluginError,
+        Err(PluginError::Contract(_)) => CallOutcome::Contract,
+        Err(_) => CallOutcome::Trap,
+    }
+}

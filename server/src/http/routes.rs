@@ -1,0 +1,97 @@
+//! Every route of the service, named once. The table below gives each route its handler and its
+//! access rule; the handler's `#[utoipa::path]` gives its path, method and OpenAPI entry, which
+//! `utoipa-axum` registers with the router and the document together. Access is router layering:
+//! every route of a rule stricter than [`Access::Public`] sits under [`guard`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use axum::{Extension, Router};
+use utoipa::OpenApi;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::routes;
+
+use super::access::{Access, guard};
+use super::openapi::{ApiDocument, ApiFrame};
+use super::request_id::{RequestScope, request_scope};
+use super::state::AppState;
+use super::{admin, health, live, openapi, operator, retrieve};
+
+/// The route table: each handler with who may call it.
+fn table() -> [(Access, UtoipaMethodRouter<AppState>); 9] {
+    [
+        (Access::Public, routes!(retrieve::retrieve)),
+        (Access::Public, routes!(health::healthz)),
+        (Access::Public, routes!(health::readyz)),
+        (Access::Public, routes!(openapi::openapi)),
+        (Access::Operator, routes!(operator::state)),
+        (Access::Operator, routes!(operator::metrics)),
+        (Access::Operator, routes!(live::page::dashboard)),
+        (Access::Operator, routes!(live::stream::events)),
+        (Access::Admin, routes!(admin::swap_plugin)),
+    ]
+}
+
+/// The routes grouped by access rule, each group passed through `layer`, and the document.
+fn build(
+    layer: impl Fn(Access, OpenApiRouter<AppState>) -> OpenApiRouter<AppState>,
+) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let mut groups: BTreeMap<Access, OpenApiRouter<AppState>> = BTreeMap::new();
+    for (access, route) in table() {
+        let group = groups.remove(&access).unwrap_or_default();
+        groups.insert(access, group.routes(route));
+    }
+    groups
+        .into_iter()
+        .fold(
+            OpenApiRouter::with_openapi(ApiFrame::openapi()),
+            |all, (access, group)| all.merge(layer(access, group)),
+        )
+        .split_for_parts()
+}
+
+/// The HTTP API's OpenAPI 3.1 document, pretty JSON (what `GET /openapi.json` serves).
+pub fn openapi_json() -> String {
+    document_json(&build(|_, group| group).1)
+}
+
+fn document_json(document: &utoipa::openapi::OpenApi) -> String {
+    document
+        .to_pretty_json()
+        .unwrap_or_else(|e| unreachable!("the document serializes: {e}"))
+}
+
+/// Every route's path (the `route` label of the response metrics), from the route table.
+pub fn routes() -> &'static [&'static str] {
+    static ROUTES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ROUTES.get_or_init(|| {
+        let document = build(|_, group| group).1;
+        // Made once per process: nine short strings live as long as it.
+        document
+            .paths
+            .paths
+            .into_keys()
+            .map(|path| &*Box::leak(path.into_boxed_str()))
+            .collect()
+    })
+}
+
+/// The service's routes over `state`. Tests drive it with `oneshot` or a real socket.
+pub fn app(state: AppState) -> Router {
+    let (router, document) = build(|access, group| match access {
+        Access::Public => group,
+        guarded => group.route_layer(axum::middleware::from_fn_with_state(
+            (state.clone(), guarded),
+            guard,
+        )),
+    });
+    let scope = RequestScope {
+        state: state.clone(),
+        routes: routes(),
+    };
+    router
+        .layer(Extension(ApiDocument(Arc::from(document_json(&document)))))
+        // Handlers read bodies themselves, bounded in size and time (`body::read_body`).
+        .layer(axum::middleware::from_fn_with_state(scope, request_scope))
+        .with_state(state)
+}

@@ -1,0 +1,116 @@
+//! What the handlers share: the server's parts and the operator's policies.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use turnstile_corpus::CorpusIndex;
+use turnstile_host::cache::Cache;
+use turnstile_host::swap::HotSwap;
+use turnstile_host::{Allocator, Plugin, PluginSlot};
+
+use super::live::hub::{Hub, LiveConfig};
+use super::policy::AdminPolicy;
+use crate::admission::Admission;
+use crate::edge::EdgeLimits;
+use crate::metrics::Metrics;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// The plugin serving `/retrieve`, replaceable at run time.
+    pub plugins: Arc<PluginSlot>,
+    /// Replaces the plugin (`/admin/plugin`); installs into `plugins`.
+    pub swap: Arc<HotSwap>,
+    /// Who may call `/admin/*` (and `/state` when listening beyond loopback).
+    pub admin: Arc<AdminPolicy>,
+    /// The corpus index the plugin's sessions read.
+    pub corpus: Arc<CorpusIndex>,
+    /// The runtime's instance allocator (reported by `/readyz`).
+    pub allocator: Allocator,
+    /// The gates every `/retrieve` passes (the local one, and the global one if replicas share a
+    /// limit).
+    pub admission: Admission,
+    /// Bounds on connections and request bodies.
+    pub edge: EdgeLimits,
+    /// When a running call counts as stuck for `/readyz` and `/healthz`.
+    pub health: HealthPolicy,
+    /// Log one line per completed request.
+    pub access_log: bool,
+    /// Connections open now (kept by the edge).
+    pub connections: Arc<std::sync::atomic::AtomicUsize>,
+    request_ids: Arc<AtomicU64>,
+    /// What `/metrics` shows.
+    pub metrics: Arc<Metrics>,
+    /// The live view (`/events`, `/dashboard`).
+    pub live: Arc<Hub>,
+    /// Keeps a temporary cache directory (the index) alive as long as the server.
+    _cache: Arc<Cache>,
+}
+
+/// The operator's rules the handlers apply.
+#[derive(Debug, Clone)]
+pub struct Policies {
+    /// Who may call `/admin/*`.
+    pub admin: AdminPolicy,
+    /// Bounds on connections and bodies.
+    pub edge: EdgeLimits,
+    /// When a running call counts as stuck.
+    pub health: HealthPolicy,
+    /// Log one line per completed request.
+    pub access_log: bool,
+    /// Bounds of the live view.
+    pub live: LiveConfig,
+}
+
+/// How long a lease may be held before the process reports it: a plugin call is never
+/// interrupted, so a stuck one is made visible (and survivable by a restart) instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthPolicy {
+    /// A lease held longer makes `/readyz` answer 503 `degraded`, so a load balancer stops
+    /// sending traffic here.
+    pub stuck_after: Duration,
+    /// A lease held longer makes `/healthz` fail too, so an orchestrator's liveness probe
+    /// restarts the process (the only thing that ends such a call). `None`: never.
+    pub unhealthy_after: Option<Duration>,
+}
+
+impl AppState {
+    /// State over a loaded plugin (in `swap`'s slot) and its corpus.
+    pub fn new(
+        swap: Arc<HotSwap>,
+        corpus: Arc<CorpusIndex>,
+        allocator: Allocator,
+        admission: Admission,
+        policies: Policies,
+        cache: Arc<Cache>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            plugins: Arc::clone(swap.slot()),
+            swap,
+            allocator,
+            admin: Arc::new(policies.admin),
+            corpus,
+            admission,
+            edge: policies.edge,
+            health: policies.health,
+            access_log: policies.access_log,
+            connections: Arc::default(),
+            request_ids: Arc::new(AtomicU64::new(1)),
+            metrics,
+            live: Arc::new(Hub::new(policies.live)),
+            _cache: cache,
+        }
+    }
+
+    /// The plugin serving new requests now.
+    pub fn plugin(&self) -> Arc<Plugin> {
+        self.plugins.current().plugin
+    }
+
+    /// A process-unique id for a request, used to match a client's error with the server log.
+    pub fn next_request_id(&self) -> u64 {
+        self.request_ids.fetch_add(1, Ordering::Relaxed)
+    }
+}

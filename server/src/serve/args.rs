@@ -1,0 +1,317 @@
+//! `turnstile serve` settings: a plain documented struct with defaults, read from flags or the
+//! environment (`TURNSTILE_*`). Invalid values are refused with the flag, the value and the range.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::edge::EdgeLimits;
+use crate::http::HealthPolicy;
+use crate::http::live::hub::LiveConfig;
+use turnstile_gate::{GateConfig, GateConfigError};
+use turnstile_global::{FailureMode, GlobalConfig};
+use turnstile_host::{
+    PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
+};
+
+/// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
+/// without `--`) and an environment variable (`TURNSTILE_` and the name in capitals, `-` as
+/// `_`); the environment overrides flags, which override the file (see [`super::resolve`]).
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// A TOML file of settings: every flag's name without `--` is a key (see
+    /// docs/turnstile.example.toml). Flags override it; `TURNSTILE_*` variables override both.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// One line per request when it completes (route, status, plugin generation, queue and
+    /// execution milliseconds, inside the request's span); `--access-log false` turns it off.
+    #[arg(long = "access-log", default_value_t = true, action = clap::ArgAction::Set)]
+    pub access_log: bool,
+
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Serve on this inherited, already-listening TCP socket instead of binding `--listen`
+    /// (used by tests and `turnstile drive` to avoid port races).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(3..=65535))]
+    pub fd: Option<i32>,
+
+    /// Plugin component to serve (default: the embedded retrieval plugin).
+    #[arg(long)]
+    pub plugin: Option<PathBuf>,
+
+    /// Refuse to start unless the plugin file has this sha256 (hex).
+    #[arg(long = "plugin-sha256")]
+    pub plugin_sha256: Option<Sha256Hex>,
+
+    /// Bearer token for `/admin/*` (and `/state` when listening beyond loopback). Without one,
+    /// those endpoints answer loopback clients only. Prefer the environment variable: flags are
+    /// visible to other users of the machine.
+    #[arg(long = "admin-token")]
+    pub admin_token: Option<String>,
+
+    /// A `KEY=VALUE` setting the plugin can read through its `config` import (repeatable).
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
+    pub plugin_config: Vec<(String, String)>,
+
+    /// Corpus JSON Lines file, plain or gzip (default: the embedded Python-summary corpus).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+
+    /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
+    #[arg(long = "memory-limit-mib", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub memory_limit_mib: u32,
+
+    /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
+    /// or `~/.cache/turnstile`). Created 0700; used only when owned by this user and not
+    /// writable by group or others, else the cache is off (with a warning).
+    #[arg(long = "cache-dir")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Do not reuse or write precompiled plugin artifacts.
+    #[arg(long = "no-precompiled-cache")]
+    pub no_precompiled_cache: bool,
+
+    /// Requests whose plugin call may run at once (1..=1024).
+    #[arg(long = "max-active", default_value_t = 4)]
+    pub max_active: usize,
+
+    /// Requests that may wait for a slot, first in first out (0..=100000); more get 429.
+    #[arg(long = "max-waiting", default_value_t = 64)]
+    pub max_waiting: usize,
+
+    /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
+    #[arg(long = "wait-ms", default_value_t = 5000)]
+    pub wait_ms: u64,
+
+    /// From a request's first byte to the end of its head, in milliseconds (1..=600000); a
+    /// client slower than that (a slowloris) is disconnected.
+    #[arg(long = "header-timeout-ms", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub header_timeout_ms: u64,
+
+    /// Reading a request's whole body, in milliseconds (1..=600000); slower gets 408.
+    #[arg(long = "body-timeout-ms", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub body_timeout_ms: u64,
+
+    /// How long a keep-alive connection may wait for its next request, in milliseconds
+    /// (1..=3600000).
+    #[arg(long = "idle-timeout-ms", default_value_t = 60_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub idle_timeout_ms: u64,
+
+    /// Connections open at once (1..=100000); more wait in the listen backlog until one closes.
+    #[arg(long = "max-connections", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_connections: u64,
+
+    /// A plugin call running longer than this, in milliseconds (1..=86400000), makes `/readyz`
+    /// answer 503 `degraded` (calls are never interrupted: a load balancer should stop sending
+    /// traffic here instead).
+    #[arg(long = "stuck-after-ms", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub stuck_after_ms: u64,
+
+    /// A plugin call running longer than this, in milliseconds, makes `/healthz` fail too, so an
+    /// orchestrator's liveness probe restarts the process — the only thing that ends such a call.
+    /// Off unless set.
+    #[arg(long = "stuck-unhealthy-after-ms",
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub stuck_unhealthy_after_ms: Option<u64>,
+
+    /// `/events` streams (the live page's) open at once (1..=10000); more get 503
+    /// `too_many_subscribers`.
+    #[arg(long = "max-subscribers", default_value_t = 32,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_subscribers: u64,
+
+    /// How often `/events` sends new gate events and a snapshot, in milliseconds (10..=60000).
+    #[arg(long = "events-interval-ms", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub events_interval_ms: u64,
+
+    /// Redis for a global limit shared by every replica with the same `--global-key`
+    /// (`redis://host:port[/db]`). Off unless set; needs `--global-max-active`.
+    #[arg(long = "redis-url", value_name = "URL")]
+    pub redis_url: Option<String>,
+
+    /// Plugin calls running at once across every replica (1..=100000); needs `--redis-url`.
+    #[arg(long = "global-max-active",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub global_max_active: Option<u32>,
+
+    /// Requests waiting for a global lease across every replica (0..=1000000).
+    #[arg(long = "global-max-waiting", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub global_max_waiting: u32,
+
+    /// The name replicas of one deployment share (letters, digits, `-`, `_`, `.`; at most 64).
+    #[arg(long = "global-key", default_value = "turnstile", value_parser = parse_global_key)]
+    pub global_key: String,
+
+    /// A global lease not renewed for this long, in milliseconds (300..=600000), is given back: a
+    /// dead replica's permits return within it plus one heartbeat (a third of it).
+    #[arg(long = "global-lease-ttl-ms", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    pub global_lease_ttl_ms: u64,
+
+    /// When Redis cannot be reached: `open` admits on the local gate alone (counted), `closed`
+    /// answers 503 `global_unavailable`.
+    #[arg(long = "global-failure", value_enum, default_value_t = GlobalFailure::Open)]
+    pub global_failure: GlobalFailure,
+
+    /// On SIGTERM/SIGINT, how long to let in-flight requests and running workers finish, in
+    /// milliseconds (1..=3600000); past it the process exits with status 1.
+    #[arg(long = "drain-ms", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub drain_ms: u64,
+}
+
+/// What the global limit does when Redis fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GlobalFailure {
+    /// Admit on the local gate alone, and count it.
+    Open,
+    /// Refuse with 503 `global_unavailable`.
+    Closed,
+}
+
+fn parse_global_key(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err("letters, digits, '-', '_' or '.', 1 to 64 of them".to_owned())
+    }
+}
+
+/// The log's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format), with the request's span.
+    Json,
+}
+
+/// Why `serve` settings are refused; each names the flag, the value and the allowed range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServeConfigError {
+    /// A gate limit out of range.
+    #[error("{flag}: {source}")]
+    Gate {
+        /// `--max-active`, `--max-waiting` or `--wait-ms`.
+        flag: &'static str,
+        /// What is wrong.
+        source: GateConfigError,
+    },
+    /// Invalid `--plugin-config` entries.
+    #[error("--plugin-config: {0}")]
+    PluginConfig(#[from] PluginConfigError),
+    /// `--redis-url` and `--global-max-active` go together.
+    #[error(
+        "--redis-url and --global-max-active go together: set both for a global limit, or neither"
+    )]
+    GlobalIncomplete,
+}
+
+impl ServeArgs {
+    /// Where the plugin comes from.
+    pub fn plugin_source(&self) -> PluginSource {
+        self.plugin
+            .clone()
+            .map_or(PluginSource::Embedded, PluginSource::File)
+    }
+
+    /// The plugin's settings, validated as every plugin setting is (see [`plugin_config`]).
+    pub fn plugin_config(&self) -> Result<PluginConfig, ServeConfigError> {
+        Ok(plugin_config(self.plugin_config.iter().cloned())?)
+    }
+
+    /// The gate's limits, validated; the error names the flag, the value and the range.
+    pub fn gate_config(&self) -> Result<GateConfig, ServeConfigError> {
+        GateConfig::new(
+            self.max_active,
+            self.max_waiting,
+            Duration::from_millis(self.wait_ms),
+        )
+        .map_err(|source| {
+            let flag = match &source {
+                GateConfigError::InvalidCapacity {
+                    name: "max_active", ..
+                } => "--max-active",
+                GateConfigError::InvalidCapacity { .. } => "--max-waiting",
+                GateConfigError::InvalidWaitDeadline(_) => "--wait-ms",
+            };
+            ServeConfigError::Gate { flag, source }
+        })
+    }
+
+    /// Every check beyond each flag's own bounds (those clap applies): the gate's limits and the
+    /// plugin's settings.
+    pub fn validate(&self) -> Result<(), ServeConfigError> {
+        self.gate_config()?;
+        self.plugin_config()?;
+        self.global_config()?;
+        Ok(())
+    }
+
+    /// The global limit's settings, if one is set.
+    pub fn global_config(&self) -> Result<Option<GlobalConfig>, ServeConfigError> {
+        match (&self.redis_url, self.global_max_active) {
+            (None, None) => Ok(None),
+            (Some(url), Some(max_active)) => Ok(Some(GlobalConfig {
+                url: url.clone(),
+                max_active,
+                max_waiting: self.global_max_waiting,
+                key: self.global_key.clone(),
+                lease_ttl: Duration::from_millis(self.global_lease_ttl_ms),
+                failure: match self.global_failure {
+                    GlobalFailure::Open => FailureMode::Open,
+                    GlobalFailure::Closed => FailureMode::Closed,
+                },
+            })),
+            _ => Err(ServeConfigError::GlobalIncomplete),
+        }
+    }
+
+    /// The edge's bounds on connections and bodies.
+    pub fn edge_limits(&self) -> EdgeLimits {
+        EdgeLimits {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_connections: self.max_connections as usize,
+        }
+    }
+
+    /// Bounds of the live view.
+    pub fn live_config(&self) -> LiveConfig {
+        LiveConfig {
+            max_subscribers: self.max_subscribers as usize,
+            interval: Duration::from_millis(self.events_interval_ms),
+        }
+    }
+
+    /// When a running call counts as stuck.
+    pub fn health_policy(&self) -> HealthPolicy {
+        HealthPolicy {
+            stuck_after: Duration::from_millis(self.stuck_after_ms),
+            unhealthy_after: self.stuck_unhealthy_after_ms.map(Duration::from_millis),
+        }
+    }
+}

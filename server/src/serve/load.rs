@@ -1,0 +1,114 @@
+//! Loading what `serve` needs — the corpus index, the plugin, the gates, the metrics — before
+//! anything is served: this is startup work, never done on a request path.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
+use turnstile_gate::Gate;
+use turnstile_host::cache::Cache;
+use turnstile_host::swap::{HotSwap, Runtimes};
+use turnstile_host::{Observer, Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
+
+use super::args::ServeArgs;
+use crate::admission::Admission;
+use crate::http::{AdminPolicy, AppState, Policies};
+use crate::metrics::Metrics;
+
+/// Idle read-only connections kept for reuse.
+pub const MAX_IDLE_CONNECTIONS: usize = 16;
+
+/// Loads everything `serve` needs: this is startup work, never done on a request path.
+pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
+    let plugin_config = args.plugin_config()?;
+    let gate_config = args.gate_config()?;
+    let metrics = Arc::new(Metrics::new());
+    let cache = Cache::open(args.cache_dir.as_deref()).context("creating a cache directory")?;
+    let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
+    let corpus = read_corpus(args.corpus.as_deref())?;
+    let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
+    let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
+    tracing::info!(
+        source = %index.source, documents = index.documents, sha256 = %index.sha256,
+        origin = ?index.origin, path = %index.path.display(),
+        embedding_model = pool.model_name(), dimensions = pool.dims(), "corpus index ready"
+    );
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
+        // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
+        // run on the conformance runtime below).
+        max_instances: gate_config.max_active as u32,
+        cache_dir: precompiled.clone(),
+        pooling: true,
+        call_deadline: None,
+        observer: Some(Arc::clone(&metrics) as Arc<dyn Observer>),
+    })?;
+    // Where a swap candidate's smoke checks run: not the serving engine (no epoch
+    // interruption there), but one whose calls have a deadline.
+    let conformance = PluginRuntime::new(RuntimeOptions {
+        memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
+        max_instances: 1,
+        cache_dir: precompiled,
+        pooling: false,
+        call_deadline: Some(turnstile_host::check::CALL_DEADLINE),
+        observer: None,
+    })?;
+    let source = args.plugin_source();
+    let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
+        .context("loading the plugin")?;
+    if let Some(expected) = &args.plugin_sha256
+        && plugin.sha256() != expected.as_str()
+    {
+        anyhow::bail!(
+            "--plugin-sha256: the plugin has sha256 {}, expected {expected}; refusing to start",
+            plugin.sha256()
+        );
+    }
+    tracing::info!(plugin = plugin.name(), sha256 = plugin.sha256(), allocator = ?runtime.allocator(), "plugin ready");
+    tracing::info!(
+        max_active = gate_config.max_active, max_waiting = gate_config.max_waiting,
+        wait_deadline = ?gate_config.wait_deadline, "gate ready"
+    );
+    let admin = AdminPolicy {
+        token: args.admin_token.clone(),
+        protect_state: false,
+    };
+    let allocator = runtime.allocator();
+    let index = Arc::new(index);
+    let swap = HotSwap::new(
+        Arc::new(PluginSlot::new(plugin, source)),
+        Runtimes {
+            serving: Arc::new(runtime),
+            conformance: Arc::new(conformance),
+        },
+        plugin_config,
+        MAX_IDLE_CONNECTIONS,
+        args.plugin_sha256.clone(),
+        Arc::clone(&metrics) as Arc<dyn Observer>,
+    );
+    let swap = Arc::new(swap);
+    let gate = Gate::new(gate_config);
+    let global = match args.global_config()? {
+        Some(config) => {
+            tracing::info!(key = %config.key, max_active = config.max_active, max_waiting = config.max_waiting, lease_ttl = ?config.lease_ttl, failure = ?config.failure, "global limit on Redis");
+            Some(turnstile_global::GlobalGate::new(config)?)
+        }
+        None => None,
+    };
+    let state = AppState::new(
+        swap,
+        index,
+        allocator,
+        Admission::new(gate, global),
+        Policies {
+            admin,
+            edge: args.edge_limits(),
+            health: args.health_policy(),
+            access_log: args.access_log,
+            live: args.live_config(),
+        },
+        Arc::new(cache),
+        metrics,
+    );
+    Ok(state)
+}

@@ -1,0 +1,14 @@
+//! `turnstile serve`: corpus → index → plugin → HTTP app → listener, with graceful shutdown on
+//! SIGTERM/SIGINT and a plugin reload on SIGHUP; and where its settings come from.
+
+mod args;
+mod layers;
+mod load;
+mod process;
+mod run;
+
+pub use args::{GlobalFailure, LogFormat, ServeArgs, ServeConfigError};
+pub use layers::{ResolveError, env_name, resolve, resolve_file};
+pub use load::{MAX_IDLE_CONNECTIONS, load};
+pub use process::{listener, serve};
+pub use run::{DrainTimeout, run};

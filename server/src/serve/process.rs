@@ -1,0 +1,126 @@
+//! `turnstile serve` as a process: the listener (a fresh bind, or an inherited socket), the async
+//! runtime sized for the blocking workers, the signals — SIGTERM/SIGINT drain, SIGHUP reloads
+//! the plugin — and the exit when a drain runs out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use turnstile_host::swap::{HotSwap, Trigger};
+
+use super::args::ServeArgs;
+use super::load::load;
+use super::run::{DrainTimeout, run};
+
+/// The listener: the inherited socket `--fd`, or a fresh bind of `--listen`.
+pub fn listener(args: &ServeArgs) -> anyhow::Result<TcpListener> {
+    let std_listener = match args.fd {
+        Some(fd) => adopt_listener(fd)?,
+        None => std::net::TcpListener::bind(args.listen)
+            .with_context(|| format!("--listen {}: cannot bind", args.listen))?,
+    };
+    std_listener.set_nonblocking(true)?;
+    Ok(TcpListener::from_std(std_listener)?)
+}
+
+#[allow(unsafe_code)]
+fn adopt_listener(fd: i32) -> anyhow::Result<std::net::TcpListener> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the operator (or the parent process, e.g. `turnstile drive`) hands this process
+    // ownership of descriptor `fd`, documented as an already-listening TCP socket; nothing else
+    // in this process uses it. We check below that it really is a socket with a local address.
+    let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+    match listener.local_addr() {
+        Ok(_) => Ok(listener),
+        Err(e) => {
+            // Not ours to close if it is not a socket: leak it rather than close a stranger's fd.
+            std::mem::forget(listener);
+            anyhow::bail!("--fd {fd}: not a listening TCP socket ({e})")
+        }
+    }
+}
+
+/// Runs `turnstile serve` until SIGTERM or SIGINT: loads (index build, plugin compile) before
+/// the async runtime starts serving, reloads the plugin on SIGHUP, drains on the way out.
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    raise_open_files_limit();
+    let state = load(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Every admitted call runs on a blocking thread: the pool always has room for
+        // `max_active` of them, plus the few other blocking jobs (swaps, reloads).
+        .max_blocking_threads(state.admission.gate().config().max_active + EXTRA_BLOCKING_THREADS)
+        .build()?;
+    let drain = Duration::from_millis(args.drain_ms);
+    let result = runtime.block_on(async {
+        let listener = listener(&args)?;
+        reload_on_sighup(Arc::clone(&state.swap));
+        run(state, listener, shutdown_signal(), drain).await
+    });
+    if let Err(error) = &result
+        && error.is::<DrainTimeout>()
+    {
+        // A plugin call still runs on a blocking thread and nothing can stop it (no epoch, no
+        // fuel: by design). Exit now, without tearing the runtime down under it.
+        std::process::exit(1);
+    }
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    result
+}
+
+/// Blocking threads beyond `max_active`: a hot swap, a SIGHUP reload and a little slack.
+const EXTRA_BLOCKING_THREADS: usize = 8;
+
+/// Each open connection is a file descriptor: raise the soft limit to the hard limit, so
+/// `--max-connections` rather than a low default decides how many can be open.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::info!(limit, "open files limit"),
+        Err(error) => tracing::warn!(%error, "cannot raise the open files limit"),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; shutting down"),
+        _ = term.recv() => tracing::info!("SIGTERM received; shutting down"),
+    }
+}
+
+/// SIGHUP reloads the configured plugin (re-read, re-checked, swapped only if it passes).
+fn reload_on_sighup(swap: Arc<HotSwap>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot listen for SIGHUP; reload with POST /admin/plugin instead");
+        return;
+    };
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            let source = swap.slot().current().source;
+            tracing::info!(?source, "SIGHUP received; reloading the plugin");
+            let swap = Arc::clone(&swap);
+            let outcome = tokio::task::spawn_blocking(move || {
+                swap.swap(source, Trigger::Reload, None)
+                    .map(|s| s.generation.number)
+            })
+            .await;
+            match outcome {
+                Ok(Ok(generation)) => tracing::info!(generation, "reload done"),
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "reload refused; the current plugin keeps serving")
+                }
+                Err(error) => tracing::error!(%error, "reload failed"),
+            }
+        }
+    });
+}
