@@ -125,7 +125,7 @@ impl Clusters {
         let mut scored: Vec<(f32, usize)> = self
             .centroids
             .chunks_exact(self.dims)
-            .map(|c| super::vectors::dot(c, query))
+            .map(|c| dot(c, query))
             .enumerate()
             .map(|(i, s)| (s, i))
             .collect();
@@ -177,12 +177,27 @@ fn first_picks(n: usize, count: usize) -> Vec<usize> {
 fn nearest_centroid(centroids: &[f32], dims: usize, v: &[f32]) -> usize {
     let mut best = (f32::NEG_INFINITY, 0);
     for (c, centroid) in centroids.chunks_exact(dims).enumerate() {
-        let s = super::vectors::dot(centroid, v);
+        let s = dot(centroid, v);
         if s > best.0 {
             best = (s, c);
         }
     }
     best.1
+}
+
+/// The dot product of two vectors: their cosine similarity when both have unit length.
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight independent sums, so the compiler can keep them in one vector register.
+    let mut sums = [0f32; 8];
+    let (chunks_a, rest_a) = a.as_chunks::<8>();
+    let (chunks_b, rest_b) = b.as_chunks::<8>();
+    for (x, y) in chunks_a.iter().zip(chunks_b) {
+        for i in 0..8 {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = rest_a.iter().zip(rest_b).map(|(x, y)| x * y).sum();
+    sums.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
@@ -259,5 +274,14 @@ pub(crate) mod tests {
             "a document's own cluster is probed for it"
         );
         assert!(probed.len() < 600, "three clusters of twelve, not all");
+    }
+
+    #[test]
+    fn dot_handles_every_length() {
+        for n in [0, 1, 7, 8, 9, 256, 257] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let expected: f32 = a.iter().map(|x| x * x).sum();
+            assert_eq!(dot(&a, &a), expected, "length {n}");
+        }
     }
 }

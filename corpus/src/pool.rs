@@ -1,18 +1,15 @@
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::{Connection, OpenFlags};
-
-use turnstile_embed::{Embedder, TokenWeights};
 
 use super::disjunction::Tokenizer;
+use super::error::CorpusError;
+use super::index::CorpusIndex;
+use super::reader::Reader;
+use super::session::CorpusSession;
+use super::shared::{LoadedCorpus, Paths, PoolInner};
 use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};
-use super::{CorpusError, CorpusIndex, CorpusSession, SessionLimits};
 
 /// Read-only SQLite connections to one corpus index, handed out as [`CorpusSession`]s.
 ///
@@ -22,57 +19,6 @@ use super::{CorpusError, CorpusIndex, CorpusSession, SessionLimits};
 #[derive(Clone)]
 pub struct CorpusPool {
     inner: Arc<PoolInner>,
-}
-
-pub(super) struct PoolInner {
-    path: PathBuf,
-    idle: Mutex<Vec<Reader>>,
-    max_idle: usize,
-    live: AtomicUsize,
-    opened_total: AtomicU64,
-    /// What was loaded from the index, shared by a pool's siblings ([`CorpusPool::sibling`]).
-    pub(super) corpus: Arc<LoadedCorpus>,
-    /// Who answered the `search`, `rank` and `snippet` calls.
-    pub(super) searched: Paths,
-    pub(super) ranked: Paths,
-    pub(super) snippets: Paths,
-}
-
-/// What a pool loads from the index into memory, read-only.
-pub(super) struct LoadedCorpus {
-    documents: u64,
-    model: &'static Embedder,
-    weights: TokenWeights,
-    pub(super) vectors: DocVectors,
-    /// Every document's id, for checking a plugin's answer.
-    ids: HashSet<Box<str>>,
-    pub(super) terms: TermIndex,
-    pub(super) tokenizer: Tokenizer,
-}
-
-/// How many calls of one kind the term index answered, and how many went to FTS5.
-#[derive(Default)]
-pub(super) struct Paths {
-    by_index: AtomicU64,
-    by_fts5: AtomicU64,
-}
-
-impl Paths {
-    pub(super) fn count(&self, by_index: bool) {
-        let counter = if by_index {
-            &self.by_index
-        } else {
-            &self.by_fts5
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn get(&self) -> (u64, u64) {
-        (
-            self.by_index.load(Ordering::Relaxed),
-            self.by_fts5.load(Ordering::Relaxed),
-        )
-    }
 }
 
 impl CorpusPool {
@@ -254,125 +200,6 @@ impl CorpusPool {
     }
 }
 
-impl PoolInner {
-    /// Called when a session closes: its connection goes back to the idle list (or is closed).
-    pub(super) fn give_back(&self, conn: Reader) {
-        self.live.fetch_sub(1, Ordering::SeqCst);
-        self.keep_idle(conn);
-    }
-
-    fn keep_idle(&self, conn: Reader) {
-        if let Ok(mut idle) = self.idle.lock()
-            && idle.len() < self.max_idle
-        {
-            idle.push(conn);
-        }
-    }
-
-    pub(super) fn documents(&self) -> u64 {
-        self.corpus.documents
-    }
-}
-
-/// A pooled read-only connection and the deadline of the call running on it.
-pub(super) struct Reader {
-    pub(super) conn: Connection,
-    pub(super) deadline: Arc<CallDeadline>,
-}
-
-impl Reader {
-    /// Runs one query within [`SessionLimits::CALL_TIME_BUDGET`]: past it, SQLite stops the
-    /// statement and the query fails with [`CorpusError::TimedOut`].
-    pub(super) fn budgeted<T>(
-        &self,
-        query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, CorpusError> {
-        self.deadline.start(SessionLimits::CALL_TIME_BUDGET);
-        let result = query(&self.conn);
-        self.deadline.clear();
-        result.map_err(super::session::classify)
-    }
-
-    fn open(path: &Path) -> rusqlite::Result<Self> {
-        let mut conn = open_read_only(path)?;
-        let deadline = Arc::new(CallDeadline::default());
-        // SQLite calls this every 1,000 virtual-machine instructions of a statement (a few
-        // microseconds): past the call's deadline, the statement stops with SQLITE_INTERRUPT.
-        let watched = Arc::clone(&deadline);
-        conn.progress_handler(1000, Some(move || watched.passed()))?;
-        Ok(Self { conn, deadline })
-    }
-}
-
-/// When the running call's time budget ends (0: no call running). Set by the session around each
-/// query; read by SQLite's progress handler.
-#[derive(Default)]
-pub(super) struct CallDeadline {
-    /// Nanoseconds after [`CallDeadline::epoch`], or 0.
-    at: AtomicU64,
-}
-
-impl CallDeadline {
-    fn epoch() -> Instant {
-        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        *EPOCH.get_or_init(Instant::now)
-    }
-
-    /// Starts a call that may run for `budget`.
-    pub(super) fn start(&self, budget: Duration) {
-        let at = (Self::epoch().elapsed() + budget).as_nanos();
-        self.at.store(
-            u64::try_from(at).unwrap_or(u64::MAX).max(1),
-            Ordering::Relaxed,
-        );
-    }
-
-    /// The call is over.
-    pub(super) fn clear(&self) {
-        self.at.store(0, Ordering::Relaxed);
-    }
-
-    fn passed(&self) -> bool {
-        let at = self.at.load(Ordering::Relaxed);
-        at != 0 && Self::epoch().elapsed().as_nanos() >= u128::from(at)
-    }
-}
-
-/// SQL functions a corpus query may call; everything else is refused at prepare time.
-const ALLOWED_FUNCTIONS: &[&str] = &["match", "bm25", "snippet", "highlight", "count"];
-
-/// Opens the index read-only by construction: read-only open flags, `PRAGMA query_only`, and an
-/// authorizer that lets a statement read and nothing else (no write, attach, pragma, transaction
-/// or schema change), so even a bug in the host's SQL cannot modify the corpus.
-fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    let mut conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.execute_batch("PRAGMA query_only = ON;")?;
-    conn.set_prepared_statement_cache_capacity(8);
-    conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
-        AuthAction::Select | AuthAction::Read { .. } => Authorization::Allow,
-        AuthAction::Function { function_name }
-            if ALLOWED_FUNCTIONS
-                .iter()
-                .any(|f| f.eq_ignore_ascii_case(function_name)) =>
-        {
-            Authorization::Allow
-        }
-        // FTS5 reads this to notice other writers; reading it changes nothing.
-        AuthAction::Pragma {
-            pragma_name: "data_version",
-            pragma_value: None,
-        } => Authorization::Allow,
-        other => {
-            tracing::warn!(action = ?other, "corpus authorizer denied a statement");
-            Authorization::Deny
-        }
-    }))?;
-    Ok(conn)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,7 +245,7 @@ mod tests {
     #[test]
     fn connections_refuse_every_write_and_escape() {
         let (pool, dir) = pool();
-        let conn = open_read_only(&pool.inner.path).unwrap();
+        let conn = crate::reader::open_read_only(&pool.inner.path).unwrap();
         for sql in [
             "INSERT INTO docs (id, kind, title, text) VALUES ('x','module','x','x')",
             "DELETE FROM docs",

@@ -1,38 +1,13 @@
 use std::sync::Arc;
-use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::disjunction;
-use super::pool::{PoolInner, Reader};
+use super::limits::SessionLimits;
+use super::reader::Reader;
+use super::shared::PoolInner;
 use super::term_index::Phrase;
 use super::{CorpusError, Document};
-
-/// Bounds on what one session call accepts and returns. They answer a plugin (or a question
-/// passed through it) that asks for too much: a huge expression, an unbounded result.
-#[derive(Debug, Clone, Copy)]
-pub struct SessionLimits;
-
-impl SessionLimits {
-    /// Longest FTS5 expression accepted, in bytes: room for the default plugin's longest
-    /// expression (32 terms of at most 48 characters, quoted, joined with ` OR `: 6,332 bytes).
-    pub const MAX_EXPRESSION_BYTES: usize = 8192;
-    /// Most terms (quoted strings and bare words, operators aside) in one expression: what a
-    /// query costs grows with its terms, so the bound is on them, not only on bytes.
-    pub const MAX_EXPRESSION_TERMS: usize = 64;
-    /// How long one host call may run in SQLite before it is stopped with
-    /// [`CorpusError::TimedOut`]: the serving engine never interrupts a plugin, so a costly
-    /// expression (prefix terms, `NEAR` over many terms) is bounded here instead.
-    pub const CALL_TIME_BUDGET: Duration = Duration::from_millis(250);
-    /// Most candidates one search returns (larger limits are clamped).
-    pub const MAX_CANDIDATES: u32 = 50;
-    /// Longest id accepted by `get`, in bytes.
-    pub const MAX_ID_BYTES: usize = 512;
-    /// Longest snippet returned, in bytes.
-    pub const MAX_SNIPPET_BYTES: usize = 300;
-    /// Longest title returned, in bytes.
-    pub const MAX_TITLE_BYTES: usize = 512;
-}
 
 /// One search hit.
 #[derive(Debug, Clone, PartialEq)]
@@ -370,23 +345,6 @@ impl Drop for CorpusSession {
         if let Some(conn) = self.conn.take() {
             self.pool.give_back(conn);
         }
-    }
-}
-
-/// A MATCH expression that FTS5 cannot parse surfaces as a plain `SQLITE_ERROR` while stepping
-/// (e.g. `fts5: syntax error near "("`, `no such column: x`); a query stopped by the progress
-/// handler as `SQLITE_INTERRUPT`; anything else is a real failure.
-pub(super) fn classify(error: rusqlite::Error) -> CorpusError {
-    match &error {
-        rusqlite::Error::SqliteFailure(e, _) if e.code == ErrorCode::OperationInterrupted => {
-            CorpusError::TimedOut {
-                budget: SessionLimits::CALL_TIME_BUDGET,
-            }
-        }
-        rusqlite::Error::SqliteFailure(e, msg) if e.code == ErrorCode::Unknown => {
-            CorpusError::BadExpression(msg.clone().unwrap_or_else(|| e.to_string()))
-        }
-        _ => CorpusError::Query(error),
     }
 }
 

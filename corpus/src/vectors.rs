@@ -9,7 +9,7 @@
 use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
 
-use super::clusters::Clusters;
+use super::clusters::{Clusters, dot};
 use super::{CorpusError, Document};
 
 /// The text a document is embedded from: its id, title and text, so that a question naming the
@@ -363,20 +363,6 @@ fn dot_codes(a: &[i16], b: &[i16]) -> i64 {
     i64::from(sums.iter().sum::<i32>())
 }
 
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent sums, so the compiler can keep them in one vector register.
-    let mut sums = [0f32; 8];
-    let (chunks_a, rest_a) = a.as_chunks::<8>();
-    let (chunks_b, rest_b) = b.as_chunks::<8>();
-    for (x, y) in chunks_a.iter().zip(chunks_b) {
-        for i in 0..8 {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = rest_a.iter().zip(rest_b).map(|(x, y)| x * y).sum();
-    sums.iter().sum::<f32>() + tail
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,15 +570,6 @@ mod tests {
                 .map(|i| if i % 3 == 0 { -2047 } else { 2047 })
                 .collect();
             assert_eq!(dot_codes(&a, &b), n as i64 * 2047 * 2047, "length {n}");
-        }
-    }
-
-    #[test]
-    fn dot_handles_every_length() {
-        for n in [0, 1, 7, 8, 9, 256, 257] {
-            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
-            let expected: f32 = a.iter().map(|x| x * x).sum();
-            assert_eq!(dot(&a, &a), expected, "length {n}");
         }
     }
 }

@@ -11,6 +11,7 @@
 mod acquire;
 mod config;
 mod events;
+mod gate;
 mod lease;
 mod queue;
 mod state;
@@ -19,8 +20,9 @@ mod sync;
 pub use acquire::{Acquire, Refusal};
 pub use config::{GateConfig, GateConfigError};
 pub use events::{Event, EventStatus, EventsAfter, MAX_EVENTS, RETAINED_EVENTS};
+pub use gate::Gate;
 pub use lease::{ClientWatch, Lease};
-pub use state::{Gate, LeaseSnapshot, Snapshot, Totals};
+pub use state::{LeaseSnapshot, Snapshot, Totals};
 
 #[cfg(test)]
 mod tests;

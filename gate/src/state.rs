@@ -7,16 +7,9 @@ use serde::Serialize;
 use slab::Slab;
 
 use super::GateConfig;
-use super::acquire::Acquire;
 use super::events::{Event, EventLog, EventStatus, EventsAfter, MAX_EVENTS};
 use super::queue::{Left, WaitQueue, WaiterKey};
-use super::sync::{Arc, Mutex, MutexGuard};
-
-/// The admission gate. Cloning shares the same gate.
-#[derive(Clone)]
-pub struct Gate {
-    pub(super) inner: Arc<GateInner>,
-}
+use super::sync::{Mutex, MutexGuard};
 
 pub(super) struct GateInner {
     pub(super) config: GateConfig,
@@ -130,63 +123,35 @@ pub struct Snapshot {
     pub totals: Totals,
 }
 
-impl Gate {
-    /// A gate with these limits.
-    ///
-    /// The gate stamps leases with `quanta`'s TSC-based clock (a few nanoseconds a read, where
-    /// `std::time::Instant` costs ~30 ns on a VM), falling back to the monotonic clock where the
-    /// TSC is not reliable. Its one-off calibration runs here, not in the first request.
-    pub fn new(config: GateConfig) -> Self {
-        let _ = Instant::now();
+impl GateInner {
+    /// The engine of a gate with these limits.
+    pub(super) fn new(config: GateConfig) -> Self {
         Self {
-            inner: Arc::new(GateInner {
-                state: Mutex::new(GateState {
-                    leases: Slab::with_capacity(config.max_active),
-                    waiters: WaitQueue::default(),
-                    next_ticket: 0,
-                    events: EventLog::default(),
-                    service_ewma: None,
-                    totals: Totals::default(),
-                }),
-                config,
+            state: Mutex::new(GateState {
+                leases: Slab::with_capacity(config.max_active),
+                waiters: WaitQueue::default(),
+                next_ticket: 0,
+                events: EventLog::default(),
+                service_ewma: None,
+                totals: Totals::default(),
             }),
+            config,
         }
     }
 
-    /// The gate's limits.
-    pub fn config(&self) -> GateConfig {
-        self.inner.config
+    /// See [`super::Gate::events_after`].
+    pub(super) fn events_after(&self, order: u64) -> EventsAfter {
+        self.lock().events.after(order)
     }
 
-    /// Asks for a lease: at once if a slot is free and nobody waits, else after waiting in FIFO
-    /// order, or a refusal (queue full, deadline passed).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the returned future before it completes undoes what it did: a queued request
-    /// leaves the queue (`wait_cancelled`), and a lease that was handed to it by a promotion
-    /// racing with the drop is released at once (and may promote the next waiter). Capacity never
-    /// leaks and the request never ran. Once it has returned a [`super::Lease`], cancellation of
-    /// the caller no longer matters: only dropping the lease releases the slot.
-    pub fn acquire(&self) -> Acquire {
-        Acquire::new(Arc::clone(&self.inner))
+    /// See [`super::Gate::last_event_order`].
+    pub(super) fn last_event_order(&self) -> u64 {
+        self.lock().events.last_order()
     }
 
-    /// The events after `order` that the gate still retains (its last
-    /// [`super::RETAINED_EVENTS`]), oldest first, and how many after `order` it no longer has. A
-    /// watcher passes the order of the last event it saw to follow the log without gaps.
-    pub fn events_after(&self, order: u64) -> EventsAfter {
-        self.inner.lock().events.after(order)
-    }
-
-    /// The order of the newest event (0 before the first).
-    pub fn last_event_order(&self) -> u64 {
-        self.inner.lock().events.last_order()
-    }
-
-    /// The current state, taken atomically.
-    pub fn snapshot(&self) -> Snapshot {
-        let state = self.inner.lock();
+    /// See [`super::Gate::snapshot`].
+    pub(super) fn snapshot(&self) -> Snapshot {
+        let state = self.lock();
         let now = Instant::now();
         let mut leases: Vec<LeaseSnapshot> = state
             .leases
@@ -202,17 +167,14 @@ impl Gate {
             active: state.leases.len(),
             waiting: state.waiters.len(),
             events: state.events.last(MAX_EVENTS),
-            max_active: self.inner.config.max_active,
-            max_waiting: self.inner.config.max_waiting,
-            wait_seconds: self.inner.config.wait_deadline.as_secs_f64(),
+            max_active: self.config.max_active,
+            max_waiting: self.config.max_waiting,
+            wait_seconds: self.config.wait_deadline.as_secs_f64(),
             client_gone: leases.iter().filter(|l| l.client_gone).count(),
             leases,
             totals: state.totals,
         }
     }
-}
-
-impl GateInner {
     fn lock(&self) -> MutexGuard<'_, GateState> {
         // No code panics while holding the lock; if one ever did, the counts are still whole
         // (each critical section updates them before anything that could fail).

@@ -5,7 +5,8 @@
 //!   `use` bound) is resolved to the file that *defines* the item, following re-exports, so a
 //!   `mod.rs` that only re-exports is a signpost, not a hub. The files and those edges form a
 //!   graph per crate; any strongly connected component of more than one file is a circle. (Crates
-//!   cannot form circles: cargo refuses them.)
+//!   cannot form circles: cargo refuses them.) Unit tests (`#[cfg(test)]` items) are left out:
+//!   a file's tests may use anything of their crate, as its users do.
 //! - **No long files:** a non-test Rust file has at most [`MAX_LINES`] lines before its unit tests
 //!   (the first `#[cfg(test)]` at the start of a line).
 //! - **Signposts stay signposts:** a `lib.rs` or `mod.rs` that declares child modules holds only
@@ -19,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use syn::visit::Visit;
+
+use crate::graph::{one_circle, strongly_connected};
 
 /// Longest non-test Rust file, in lines before its unit tests.
 pub const MAX_LINES: usize = 600;
@@ -211,12 +214,14 @@ fn load_file(
         .items
         .iter()
         .any(|i| matches!(i, syn::Item::Mod(m) if m.content.is_none()));
-    if is_signpost && declares_files && path.file_name().is_some_and(|n| n != "main.rs") {
-        if let Some(item) = parsed.items.iter().find(|i| !is_declaration(i)) {
-            report
-                .busy_signposts
-                .push((path.to_owned(), describe(item)));
-        }
+    if is_signpost
+        && declares_files
+        && path.file_name().is_some_and(|n| n != "main.rs")
+        && let Some(item) = parsed.items.iter().find(|i| !is_declaration(i))
+    {
+        report
+            .busy_signposts
+            .push((path.to_owned(), describe(item)));
     }
     // Where this file's `mod x;` children live: beside a lib.rs/mod.rs, else in a folder named
     // after the file.
@@ -252,6 +257,9 @@ fn load_items(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     for item in items {
+        if is_test_only(item) {
+            continue;
+        }
         match item {
             syn::Item::Mod(m) => {
                 let name = m.ident.to_string();
@@ -405,6 +413,22 @@ fn paths_in_tokens(tokens: proc_macro2::TokenStream, paths: &mut Vec<Vec<String>
     flush(&mut current, paths);
 }
 
+/// Whether `item` is compiled for unit tests only (`#[cfg(test)]`).
+fn is_test_only(item: &syn::Item) -> bool {
+    let attrs = match item {
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        _ => return false,
+    };
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|arg| arg == "test")
+    })
+}
+
 fn item_name(item: &syn::Item) -> Option<String> {
     Some(match item {
         syn::Item::Const(i) => i.ident.to_string(),
@@ -509,100 +533,6 @@ fn is_external(alias: &[String]) -> bool {
         alias.first().map(String::as_str),
         Some("crate" | "self" | "super")
     )
-}
-
-/// Tarjan's strongly connected components of the graph `0..nodes` with `edges`.
-fn strongly_connected(nodes: usize, edges: &BTreeSet<(usize, usize)>) -> Vec<Vec<usize>> {
-    let mut adjacency = vec![Vec::new(); nodes];
-    for &(from, to) in edges {
-        adjacency[from].push(to);
-    }
-    struct State {
-        index: Vec<Option<usize>>,
-        low: Vec<usize>,
-        on_stack: Vec<bool>,
-        stack: Vec<usize>,
-        next: usize,
-        components: Vec<Vec<usize>>,
-    }
-    fn connect(v: usize, adjacency: &[Vec<usize>], s: &mut State) {
-        s.index[v] = Some(s.next);
-        s.low[v] = s.next;
-        s.next += 1;
-        s.stack.push(v);
-        s.on_stack[v] = true;
-        for &w in &adjacency[v] {
-            match s.index[w] {
-                None => {
-                    connect(w, adjacency, s);
-                    s.low[v] = s.low[v].min(s.low[w]);
-                }
-                Some(iw) if s.on_stack[w] => s.low[v] = s.low[v].min(iw),
-                Some(_) => {}
-            }
-        }
-        if Some(s.low[v]) == s.index[v] {
-            let mut component = Vec::new();
-            while let Some(w) = s.stack.pop() {
-                s.on_stack[w] = false;
-                component.push(w);
-                if w == v {
-                    break;
-                }
-            }
-            s.components.push(component);
-        }
-    }
-    let mut state = State {
-        index: vec![None; nodes],
-        low: vec![0; nodes],
-        on_stack: vec![false; nodes],
-        stack: Vec::new(),
-        next: 0,
-        components: Vec::new(),
-    };
-    for v in 0..nodes {
-        if state.index[v].is_none() {
-            connect(v, &adjacency, &mut state);
-        }
-    }
-    state.components
-}
-
-/// One cycle through a strongly connected component (breadth-first from its first file back to
-/// it), closed: the first file is repeated at the end.
-fn one_circle(component: &[usize], edges: &BTreeSet<(usize, usize)>) -> Vec<usize> {
-    let members: BTreeSet<usize> = component.iter().copied().collect();
-    let start = *members.iter().next().unwrap_or(&0);
-    let mut previous: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut queue = std::collections::VecDeque::from([start]);
-    while let Some(at) = queue.pop_front() {
-        for &(from, to) in edges.range((at, 0)..=(at, usize::MAX)) {
-            debug_assert_eq!(from, at);
-            if !members.contains(&to) {
-                continue;
-            }
-            if to == start {
-                let mut path = vec![start, at];
-                let mut node = at;
-                while let Some(&p) = previous.get(&node) {
-                    path.push(p);
-                    node = p;
-                }
-                path.reverse();
-                path.pop();
-                path.insert(0, start);
-                path.dedup();
-                path.push(start);
-                return path;
-            }
-            if to != start && !previous.contains_key(&to) {
-                previous.insert(to, at);
-                queue.push_back(to);
-            }
-        }
-    }
-    component.to_vec()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //!   files, no file over 600 lines before its unit tests, signposts (`lib.rs`, `mod.rs`) that only
 //!   declare and re-export ([`layout`]).
 
+mod graph;
 mod layout;
 
 use std::path::{Path, PathBuf};

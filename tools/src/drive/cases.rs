@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::args::DriveArgs;
 use super::child::ServerChild;
-use super::{CaseResult, DriveArgs, DriveReport, Settings};
+use super::report::{CaseResult, ChildReport, DriveReport};
+use super::settings::{OVERFLOW_ATTEMPTS, Settings};
 
 const QUESTION: &str = "How do I parse command line arguments?";
 /// How long to wait for a server state before the case fails.
@@ -277,7 +279,7 @@ async fn constructor_failure(client: &reqwest::Client, url: &str, cases: &mut Ca
     );
 }
 
-async fn stop(server: ServerChild) -> anyhow::Result<super::ChildReport> {
+async fn stop(server: ServerChild) -> anyhow::Result<ChildReport> {
     Ok(tokio::task::spawn_blocking(move || server.stop(SHUTDOWN_GRACE)).await?)
 }
 
@@ -303,7 +305,7 @@ pub async fn run_all(
     let delay = Some(format!("delay_ms={}", settings.delay_ms));
 
     let mut overflow_retries = Vec::new();
-    for attempt in 1..=super::OVERFLOW_ATTEMPTS {
+    for attempt in 1..=OVERFLOW_ATTEMPTS {
         let gate = start(
             "gate",
             binary,
@@ -337,7 +339,7 @@ pub async fn run_all(
         let url = gate.url("");
         let mut attempt_cases = Cases::new();
         overflow_and_deadline(&client, &url, &mut attempt_cases).await;
-        if missed_the_window(&attempt_cases) && attempt < super::OVERFLOW_ATTEMPTS {
+        if missed_the_window(&attempt_cases) && attempt < OVERFLOW_ATTEMPTS {
             let report = stop(gate).await?;
             overflow_retries.push(json!({
                 "attempt": attempt,

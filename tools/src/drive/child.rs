@@ -13,7 +13,7 @@ use command_fds::{CommandFdExt, FdMapping};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::ChildReport;
+use super::report::ChildReport;
 
 /// Captured output kept per stream.
 const MAX_CAPTURE: usize = 256 * 1024;

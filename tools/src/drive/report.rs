@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Settings;
+use super::settings::Settings;
 
 /// One case: what was expected, what was observed, and whether they agree.
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,129 @@
+//! A pooled, read-only SQLite connection: opened read-only by construction, and with a deadline
+//! on every query it runs (SQLite's progress handler stops a statement past its budget).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use super::error::CorpusError;
+use super::limits::SessionLimits;
+
+/// A pooled read-only connection and the deadline of the call running on it.
+pub(crate) struct Reader {
+    pub(crate) conn: Connection,
+    pub(crate) deadline: Arc<CallDeadline>,
+}
+
+impl Reader {
+    /// Runs one query within [`SessionLimits::CALL_TIME_BUDGET`]: past it, SQLite stops the
+    /// statement and the query fails with [`CorpusError::TimedOut`].
+    pub(crate) fn budgeted<T>(
+        &self,
+        query: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, CorpusError> {
+        self.deadline.start(SessionLimits::CALL_TIME_BUDGET);
+        let result = query(&self.conn);
+        self.deadline.clear();
+        result.map_err(classify)
+    }
+
+    pub(crate) fn open(path: &Path) -> rusqlite::Result<Self> {
+        let mut conn = open_read_only(path)?;
+        let deadline = Arc::new(CallDeadline::default());
+        // SQLite calls this every 1,000 virtual-machine instructions of a statement (a few
+        // microseconds): past the call's deadline, the statement stops with SQLITE_INTERRUPT.
+        let watched = Arc::clone(&deadline);
+        conn.progress_handler(1000, Some(move || watched.passed()))?;
+        Ok(Self { conn, deadline })
+    }
+}
+
+/// When the running call's time budget ends (0: no call running). Set by the session around each
+/// query; read by SQLite's progress handler.
+#[derive(Default)]
+pub(crate) struct CallDeadline {
+    /// Nanoseconds after [`CallDeadline::epoch`], or 0.
+    at: AtomicU64,
+}
+
+impl CallDeadline {
+    fn epoch() -> Instant {
+        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *EPOCH.get_or_init(Instant::now)
+    }
+
+    /// Starts a call that may run for `budget`.
+    pub(crate) fn start(&self, budget: Duration) {
+        let at = (Self::epoch().elapsed() + budget).as_nanos();
+        self.at.store(
+            u64::try_from(at).unwrap_or(u64::MAX).max(1),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// The call is over.
+    pub(crate) fn clear(&self) {
+        self.at.store(0, Ordering::Relaxed);
+    }
+
+    fn passed(&self) -> bool {
+        let at = self.at.load(Ordering::Relaxed);
+        at != 0 && Self::epoch().elapsed().as_nanos() >= u128::from(at)
+    }
+}
+
+/// SQL functions a corpus query may call; everything else is refused at prepare time.
+const ALLOWED_FUNCTIONS: &[&str] = &["match", "bm25", "snippet", "highlight", "count"];
+
+/// Opens the index read-only by construction: read-only open flags, `PRAGMA query_only`, and an
+/// authorizer that lets a statement read and nothing else (no write, attach, pragma, transaction
+/// or schema change), so even a bug in the host's SQL cannot modify the corpus.
+pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.execute_batch("PRAGMA query_only = ON;")?;
+    conn.set_prepared_statement_cache_capacity(8);
+    conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
+        AuthAction::Select | AuthAction::Read { .. } => Authorization::Allow,
+        AuthAction::Function { function_name }
+            if ALLOWED_FUNCTIONS
+                .iter()
+                .any(|f| f.eq_ignore_ascii_case(function_name)) =>
+        {
+            Authorization::Allow
+        }
+        // FTS5 reads this to notice other writers; reading it changes nothing.
+        AuthAction::Pragma {
+            pragma_name: "data_version",
+            pragma_value: None,
+        } => Authorization::Allow,
+        other => {
+            tracing::warn!(action = ?other, "corpus authorizer denied a statement");
+            Authorization::Deny
+        }
+    }))?;
+    Ok(conn)
+}
+
+/// A MATCH expression that FTS5 cannot parse surfaces as a plain `SQLITE_ERROR` while stepping
+/// (e.g. `fts5: syntax error near "("`, `no such column: x`); a query stopped by the progress
+/// handler as `SQLITE_INTERRUPT`; anything else is a real failure.
+pub(crate) fn classify(error: rusqlite::Error) -> CorpusError {
+    match &error {
+        rusqlite::Error::SqliteFailure(e, _) if e.code == ErrorCode::OperationInterrupted => {
+            CorpusError::TimedOut {
+                budget: SessionLimits::CALL_TIME_BUDGET,
+            }
+        }
+        rusqlite::Error::SqliteFailure(e, msg) if e.code == ErrorCode::Unknown => {
+            CorpusError::BadExpression(msg.clone().unwrap_or_else(|| e.to_string()))
+        }
+        _ => CorpusError::Query(error),
+    }
+}

@@ -1,0 +1,66 @@
+//! The gate's public handle: ask for a lease, read the state and the events. The engine behind
+//! it — the one lock, the leases, the queue — is `super::state`.
+
+use quanta::Instant;
+
+use super::acquire::Acquire;
+use super::config::GateConfig;
+use super::events::EventsAfter;
+use super::state::{GateInner, Snapshot};
+use super::sync::Arc;
+
+/// The admission gate. Cloning shares the same gate.
+#[derive(Clone)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+impl Gate {
+    /// A gate with these limits.
+    ///
+    /// The gate stamps leases with `quanta`'s TSC-based clock (a few nanoseconds a read, where
+    /// `std::time::Instant` costs ~30 ns on a VM), falling back to the monotonic clock where the
+    /// TSC is not reliable. Its one-off calibration runs here, not in the first request.
+    pub fn new(config: GateConfig) -> Self {
+        let _ = Instant::now();
+        Self {
+            inner: Arc::new(GateInner::new(config)),
+        }
+    }
+
+    /// The gate's limits.
+    pub fn config(&self) -> GateConfig {
+        self.inner.config
+    }
+
+    /// Asks for a lease: at once if a slot is free and nobody waits, else after waiting in FIFO
+    /// order, or a refusal (queue full, deadline passed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the returned future before it completes undoes what it did: a queued request
+    /// leaves the queue (`wait_cancelled`), and a lease that was handed to it by a promotion
+    /// racing with the drop is released at once (and may promote the next waiter). Capacity never
+    /// leaks and the request never ran. Once it has returned a [`super::Lease`], cancellation of
+    /// the caller no longer matters: only dropping the lease releases the slot.
+    pub fn acquire(&self) -> Acquire {
+        Acquire::new(Arc::clone(&self.inner))
+    }
+
+    /// The events after `order` that the gate still retains (its last
+    /// [`super::RETAINED_EVENTS`]), oldest first, and how many after `order` it no longer has. A
+    /// watcher passes the order of the last event it saw to follow the log without gaps.
+    pub fn events_after(&self, order: u64) -> EventsAfter {
+        self.inner.events_after(order)
+    }
+
+    /// The order of the newest event (0 before the first).
+    pub fn last_event_order(&self) -> u64 {
+        self.inner.last_event_order()
+    }
+
+    /// The current state, taken atomically.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshot()
+    }
+}

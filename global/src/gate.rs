@@ -1,0 +1,260 @@
+//! The global gate of one replica: ask for a lease (FIFO across replicas, before a deadline),
+//! read its status and counts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::breaker::Breaker;
+use crate::config::{CALL_TIMEOUT, FailureMode, GlobalConfig, RECHECK_INTERVAL};
+use crate::error::GlobalError;
+use crate::heartbeat::{heartbeat, wake_ups};
+use crate::inner::{Inner, Started, lock};
+use crate::keys::Keys;
+use crate::lease::{GlobalLease, Queued};
+use crate::outcome::{Admission, GlobalRefusal};
+use crate::scripts::Scripts;
+use crate::status::{GlobalStatus, GlobalTotals, Stats};
+
+/// The global gate of one replica. Cloning shares it.
+#[derive(Clone)]
+pub struct GlobalGate {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for GlobalGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GlobalGate")
+            .field("key", &self.inner.config.key)
+            .field("replica", &self.inner.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GlobalGate {
+    /// A gate over `config`. Nothing connects until [`GlobalGate::start`].
+    pub fn new(config: GlobalConfig) -> Result<Self, GlobalError> {
+        let client = redis::Client::open(config.url.as_str())?;
+        let keys = Keys::new(&config.key);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                replica: format!("{}-{}", std::process::id(), nanos),
+                config,
+                client,
+                keys,
+                scripts: Scripts::new(),
+                next_id: AtomicU64::new(1),
+                started: OnceLock::new(),
+                held: Mutex::default(),
+                waiting: Mutex::default(),
+                wake: Notify::new(),
+                breaker: Breaker::default(),
+                stats: Stats::default(),
+                last_error: Mutex::default(),
+            }),
+        })
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> &GlobalConfig {
+        &self.inner.config
+    }
+
+    /// Connects (lazily: a Redis that is down now is retried by each call) and starts the
+    /// heartbeat and the wake-up subscription. Call once, inside the Tokio runtime.
+    pub fn start(&self) -> Result<(), GlobalError> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CALL_TIMEOUT))
+            .set_response_timeout(Some(CALL_TIMEOUT))
+            .set_number_of_retries(1);
+        let conn = ConnectionManager::new_lazy_with_config(self.inner.client.clone(), config)?;
+        let tasks = vec![
+            tokio::spawn(heartbeat(Arc::clone(&self.inner))),
+            tokio::spawn(wake_ups(Arc::clone(&self.inner))),
+        ];
+        let _ = self.inner.started.set(Started {
+            conn,
+            runtime: tokio::runtime::Handle::current(),
+            tasks,
+        });
+        Ok(())
+    }
+
+    /// Stops the background tasks (the server is shutting down).
+    pub fn stop(&self) {
+        if let Some(started) = self.inner.started.get() {
+            for task in &started.tasks {
+                task.abort();
+            }
+        }
+    }
+
+    /// A global lease before `deadline`, in FIFO order across replicas; or a refusal; or, when
+    /// Redis fails and the mode is `open`, [`Admission::FailedOpen`].
+    ///
+    /// Cancel safe: dropping the future while it waits takes it out of the global queue.
+    pub async fn acquire(&self, deadline: Instant) -> Result<Admission, GlobalRefusal> {
+        let inner = &self.inner;
+        let Some(started) = inner.started.get() else {
+            return failed(inner, "the global gate was not started");
+        };
+        let id = format!(
+            "{}:{}",
+            inner.replica,
+            inner.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let since = Instant::now();
+        // Armed from the first call: if this future is dropped while a call is in flight, the
+        // id is released (whether Redis queued it, granted it, or never saw it).
+        let mut queued = Queued {
+            inner: Arc::clone(inner),
+            id: id.clone(),
+            armed: false,
+        };
+        queued.arm();
+        loop {
+            if inner.breaker.is_open() {
+                queued.leave();
+                return failed(inner, "circuit open: Redis failed repeatedly");
+            }
+            // Registered before the call: a release published while it runs is not missed.
+            let woken = inner.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let k = &inner.keys;
+            let c = &inner.config;
+            let mut invocation = inner.scripts.acquire.prepare_invoke();
+            invocation
+                .key(&k.holders)
+                .key(&k.queue)
+                .key(&k.queue_exp)
+                .key(&k.seq)
+                .arg(&id)
+                .arg(c.max_active)
+                .arg(c.max_waiting)
+                .arg(c.lease_ttl.as_millis() as u64);
+            match inner
+                .call::<(i64, i64)>(started, &invocation, "acquire")
+                .await
+            {
+                Some((1, _)) => {
+                    queued.disarm();
+                    lock(&inner.held).insert(id.clone());
+                    inner.stats.granted.fetch_add(1, Ordering::Relaxed);
+                    inner
+                        .stats
+                        .waited_us
+                        .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+                    return Ok(Admission::Granted(GlobalLease {
+                        inner: Arc::clone(inner),
+                        id,
+                    }));
+                }
+                Some((-1, _)) => {
+                    queued.disarm();
+                    inner.stats.queue_full.fetch_add(1, Ordering::Relaxed);
+                    return Err(GlobalRefusal::QueueFull);
+                }
+                Some(_) => {}
+                None => {
+                    queued.leave();
+                    return failed(inner, "Redis failed or timed out");
+                }
+            }
+            tokio::select! {
+                () = &mut woken => {}
+                () = tokio::time::sleep(RECHECK_INTERVAL) => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    queued.leave();
+                    inner.stats.wait_timeout.fetch_add(1, Ordering::Relaxed);
+                    return Err(GlobalRefusal::WaitTimeout);
+                }
+            }
+        }
+    }
+
+    /// How the global gate stands now (asks Redis, within [`CALL_TIMEOUT`]).
+    pub async fn status(&self) -> GlobalStatus {
+        let inner = &self.inner;
+        let (mut holders, mut waiting) = (None, None);
+        if let Some(started) = inner.started.get()
+            && !inner.breaker.is_open()
+        {
+            let mut conn = started.conn.clone();
+            let mut invocation = inner.scripts.status.prepare_invoke();
+            invocation
+                .key(&inner.keys.holders)
+                .key(&inner.keys.queue)
+                .key(&inner.keys.queue_exp);
+            let call = invocation.invoke_async::<(u64, u64)>(&mut conn);
+            if let Ok(Ok((h, w))) = tokio::time::timeout(CALL_TIMEOUT, call).await {
+                (holders, waiting) = (Some(h), Some(w));
+            }
+        }
+        GlobalStatus {
+            key: inner.config.key.clone(),
+            max_active: inner.config.max_active,
+            max_waiting: inner.config.max_waiting,
+            failure: inner.config.failure,
+            holders,
+            waiting,
+            this_replica: lock(&inner.held).len(),
+            this_replica_waiting: lock(&inner.waiting).len(),
+            circuit_open: inner.breaker.is_open(),
+            last_error: lock(&inner.last_error).clone(),
+            totals: self.totals(),
+        }
+    }
+
+    /// This replica's counts (no Redis call).
+    pub fn totals(&self) -> GlobalTotals {
+        let s = &self.inner.stats;
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        GlobalTotals {
+            granted: load(&s.granted),
+            queue_full: load(&s.queue_full),
+            wait_timeout: load(&s.wait_timeout),
+            unavailable: load(&s.unavailable),
+            failed_open: load(&s.failed_open),
+            renewals: load(&s.renewals),
+            reasserted: load(&s.reasserted),
+            failures: load(&s.failures),
+            waited_us: load(&s.waited_us),
+        }
+    }
+
+    /// Global leases this replica holds now (no Redis call).
+    pub fn leases_held(&self) -> usize {
+        lock(&self.inner.held).len()
+    }
+
+    /// Whether calls skip Redis now.
+    pub fn circuit_open(&self) -> bool {
+        self.inner.breaker.is_open()
+    }
+}
+
+/// Redis could not decide: admit alone or refuse, as configured.
+fn failed(inner: &Inner, why: &str) -> Result<Admission, GlobalRefusal> {
+    match inner.config.failure {
+        FailureMode::Open => {
+            inner.stats.failed_open.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                why,
+                "global gate unavailable: admitted on the local gate alone"
+            );
+            Ok(Admission::FailedOpen)
+        }
+        FailureMode::Closed => {
+            inner.stats.unavailable.fetch_add(1, Ordering::Relaxed);
+            Err(GlobalRefusal::Unavailable)
+        }
+    }
+}
