@@ -1,11 +1,12 @@
-//! `serve`'s settings from a file, flags and the environment, in that rising order; unknown keys
-//! refused with their line; `turnstile config check`; the example file covers every flag.
+//! `serve`'s settings from a file, the environment and flags, in that rising order; every problem
+//! of every layer reported at once, unknown keys with their line; `turnstile config check`; the
+//! example file covers every flag.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 
-use turnstile_server::serve::{ResolveError, resolve};
+use turnstile_server::serve::{Origin, Problem, ResolveError, resolve};
 
 fn argv(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
@@ -26,7 +27,7 @@ fn write(dir: &Path, text: &str) -> String {
 }
 
 #[test]
-fn the_environment_overrides_flags_which_override_the_file() {
+fn flags_override_the_environment_which_overrides_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
@@ -68,8 +69,10 @@ fn the_environment_overrides_flags_which_override_the_file() {
         ("TURNSTILE_NO_PRECOMPILED_CACHE", "false"),
     ]);
     let all = resolve(argv(&["--config", &file, "--max-active", "5"]), &env).unwrap();
-    assert_eq!((all.max_active, all.max_waiting, all.wait_ms), (9, 7, 42));
-    assert!(!all.no_precompiled_cache);
+    assert_eq!((all.max_active, all.max_waiting, all.wait_ms), (5, 7, 42));
+    assert!(!all.no_precompiled_cache, "the environment beats the file");
+    let no_flag = resolve(argv(&["--config", &file]), &env).unwrap();
+    assert_eq!(no_flag.max_active, 9, "the environment beats the file");
 
     // Defaults when nothing sets a value.
     let defaults = resolve(argv(&[]), &none).unwrap();
@@ -81,17 +84,20 @@ fn bad_files_are_refused_naming_the_key_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let none = env_of(&[]);
     let file = write(dir.path(), "# settings\nmax-active = 2\nmax-actve = 3\n");
-    match resolve(argv(&["--config", &file]), &none) {
-        Err(ResolveError::UnknownKey { key, line, .. }) => {
-            assert_eq!((key.as_str(), line), ("max-actve", 3))
-        }
-        other => panic!("{other:?}"),
-    }
+    let problems = refused(resolve(argv(&["--config", &file]), &none));
+    assert_eq!(
+        lines_and_flags(&problems),
+        [(3, "max-actve")],
+        "{problems:?}"
+    );
+    assert!(problems[0].message.contains("unknown key"), "{problems:?}");
     let file = write(dir.path(), "max-active = [1, 2]\n");
-    assert!(matches!(
-        resolve(argv(&["--config", &file]), &none),
-        Err(ResolveError::WrongType { line: 1, .. })
-    ));
+    let problems = refused(resolve(argv(&["--config", &file]), &none));
+    assert_eq!(
+        lines_and_flags(&problems),
+        [(1, "max-active")],
+        "{problems:?}"
+    );
     let file = write(dir.path(), "max-active = \n");
     assert!(matches!(
         resolve(argv(&["--config", &file]), &none),
@@ -107,6 +113,79 @@ fn bad_files_are_refused_naming_the_key_and_line() {
     let bad_env = env_of(&[("TURNSTILE_DRAIN_MS", "forever")]);
     let error = resolve(argv(&[]), &bad_env).unwrap_err().to_string();
     assert!(error.contains("--drain-ms"), "{error}");
+    assert!(error.contains("TURNSTILE_DRAIN_MS"), "{error}");
+}
+
+fn refused(resolved: Result<turnstile_server::serve::ServeArgs, ResolveError>) -> Vec<Problem> {
+    match resolved {
+        Err(ResolveError::Settings(problems)) => problems,
+        other => panic!("expected refused settings, got {other:?}"),
+    }
+}
+
+fn lines_and_flags(problems: &[Problem]) -> Vec<(usize, &str)> {
+    problems
+        .iter()
+        .map(|p| match &p.origin {
+            Origin::File { line, .. } => (*line, p.flag.as_str()),
+            other => panic!("{p:?} came from {other}"),
+        })
+        .collect()
+}
+
+/// Every problem of every layer at once, each with where it came from: two unknown keys and a
+/// value out of bounds in the file, a bad variable, a bad flag, and limits that do not go
+/// together.
+#[test]
+fn every_problem_is_reported_at_once_with_its_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "max-actve = 2\nmemory-limit-mib = 0\nwait-m = 3\nredis-url = \"redis://127.0.0.1:1\"\n",
+    );
+    let env = env_of(&[("TURNSTILE_DRAIN_MS", "forever")]);
+    let problems = refused(resolve(
+        argv(&["--config", &file, "--max-subscribers", "0"]),
+        &env,
+    ));
+    let mut seen: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{} {}", p.origin, p.flag))
+        .collect();
+    seen.sort();
+    let mut expected = vec![
+        format!("{file}: line 1 max-actve"),
+        format!("{file}: line 2 memory-limit-mib"),
+        format!("{file}: line 3 wait-m"),
+        "environment TURNSTILE_DRAIN_MS drain-ms".to_owned(),
+        "command line max-subscribers".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected, "{problems:#?}");
+    // Once each value is within its bounds, the checks across settings report every problem
+    // too, naming where the value that breaks them came from.
+    // 65 settings for the plugin: each is fine, together they are one too many.
+    let entries: Vec<String> = (0..65).map(|i| format!("k{i} = \"v\"")).collect();
+    let file = write(
+        dir.path(),
+        &format!(
+            "max-active = 2000\nredis-url = \"redis://127.0.0.1:1\"\nplugin-config = {{ {} }}\n",
+            entries.join(", ")
+        ),
+    );
+    let problems = refused(resolve(argv(&["--config", &file]), &env_of(&[])));
+    let flags: Vec<&str> = problems.iter().map(|p| p.flag.as_str()).collect();
+    assert_eq!(
+        flags,
+        ["max-active", "plugin-config", "redis-url"],
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .all(|p| matches!(p.origin, Origin::File { .. })),
+        "{problems:#?}"
+    );
 }
 
 fn config_check(path: &str) -> (bool, String) {
@@ -211,4 +290,96 @@ async fn json_logs_carry_the_request_span_and_one_access_line() {
         "{}",
         report.stderr
     );
+}
+
+/// The README's `serve` flags table is tested against the flags themselves, so a bound is
+/// written once (in the flag's parser, or the gate's config) and every place that states it
+/// agrees: every flag has a row and every row a flag; a default in the table is clap's default;
+/// a range in the table or in the flag's help (`(1..=4096)`) is exactly what `serve` accepts —
+/// both ends accepted, one past either end refused.
+#[test]
+fn the_readme_flags_table_and_the_help_state_the_bounds_serve_enforces() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let table = readme
+        .split("## `turnstile serve` flags")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let command = <turnstile_server::serve::ServeArgs as clap::Args>::augment_args(
+        clap::Command::new("serve"),
+    );
+    let mut rows = std::collections::BTreeMap::new();
+    for line in table.lines().filter(|l| l.starts_with("| `--")) {
+        let line = line.replace("\\|", "/");
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let flag = cells[1]
+            .trim_matches('`')
+            .split_whitespace()
+            .next()
+            .unwrap();
+        let flag = flag
+            .trim_start_matches("--")
+            .trim_end_matches('`')
+            .to_owned();
+        rows.insert(flag, (cells[2].to_owned(), cells[3].to_owned()));
+    }
+    let flags: std::collections::BTreeSet<String> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect();
+    let documented: std::collections::BTreeSet<String> = rows.keys().cloned().collect();
+    assert_eq!(documented, flags, "README rows against `serve`'s flags");
+
+    // Accepted: no problem with this flag (another may still be needed with it).
+    let accepts = |flag: &str, value: u64| match resolve(
+        argv(&[&format!("--{flag}"), &value.to_string()]),
+        &env_of(&[]),
+    ) {
+        Ok(_) => true,
+        Err(ResolveError::Settings(problems)) => problems.iter().all(|p| p.flag != flag),
+        Err(other) => panic!("--{flag} {value}: {other}"),
+    };
+    let number = |text: &str| text.replace(',', "").parse::<u64>().ok();
+    let mut ranges_checked = 0;
+    for arg in command.get_arguments() {
+        let Some(flag) = arg.get_long() else { continue };
+        let (default, meaning) = &rows[flag];
+        if let Some(clap_default) = arg.get_default_values().first() {
+            assert_eq!(
+                default.trim_matches('`'),
+                clap_default.to_string_lossy(),
+                "--{flag}: the README's default"
+            );
+        }
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        // `(1..=4096)` in the help; `1–4096` (digits with thousands commas) in the README.
+        let in_help = help.split('(').skip(1).find_map(|s| {
+            let (range, _) = s.split_once(')')?;
+            let (low, high) = range.split_once("..=")?;
+            Some((number(low)?, number(high)?))
+        });
+        let in_readme = meaning.split_whitespace().find_map(|word| {
+            let (low, high) = word.trim_end_matches([',', ';', ')']).split_once('–')?;
+            Some((number(low)?, number(high)?))
+        });
+        assert_eq!(
+            in_readme, in_help,
+            "--{flag}: the README's range against the help's"
+        );
+        if let Some((low, high)) = in_help {
+            assert!(
+                accepts(flag, low) && accepts(flag, high),
+                "--{flag}: {low}..={high} accepted"
+            );
+            assert!(!accepts(flag, high + 1), "--{flag}: {} refused", high + 1);
+            if low > 0 {
+                assert!(!accepts(flag, low - 1), "--{flag}: {} refused", low - 1);
+            }
+            ranges_checked += 1;
+        }
+    }
+    assert!(ranges_checked >= 10, "only {ranges_checked} ranges stated");
 }

@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve `POST /retrieve` (and `/state`, `/healthz`, `/readyz`, `/metrics`). Settings come
-    /// from the defaults, then `--config FILE`, then these flags, then `TURNSTILE_*` variables.
+    /// from the defaults, then `--config FILE`, then `TURNSTILE_*` variables, then these flags.
     Serve(Box<ServeArgs>),
     /// Demonstrate the gate over real loopback HTTP against temporary `serve` children, and
     /// check every case (exits non-zero when any case differs from what is expected).
@@ -47,7 +47,7 @@ enum Command {
 #[derive(Subcommand)]
 enum ConfigCommand {
     /// Validate a config file without starting: every key known, every value within its
-    /// bounds (exits non-zero on the first problem, naming it).
+    /// bounds, the settings consistent (exits non-zero, naming every problem with its line).
     Check {
         /// The TOML file.
         file: PathBuf,
@@ -83,14 +83,19 @@ fn main() -> anyhow::Result<()> {
             return turnstile_server::serve::serve(args);
         }
         Command::Config(ConfigCommand::Check { file }) => {
-            let args = turnstile_server::serve::resolve_file(&file).unwrap_or_else(|e| e.exit());
-            match args.validate() {
-                Ok(()) => {
+            match turnstile_server::serve::resolve_file(&file) {
+                Ok(_) => {
                     println!("{}: ok", file.display());
                     true
                 }
+                Err(turnstile_server::serve::ResolveError::Settings(problems)) => {
+                    for problem in problems {
+                        eprintln!("error: {problem}");
+                    }
+                    false
+                }
                 Err(e) => {
-                    eprintln!("error: {}: {e}", file.display());
+                    eprintln!("error: {e}");
                     false
                 }
             }

@@ -1,5 +1,6 @@
-//! `turnstile serve` settings: a plain documented struct with defaults, read from flags or the
-//! environment (`TURNSTILE_*`). Invalid values are refused with the flag, the value and the range.
+//! `turnstile serve` settings: a plain documented struct with defaults, read from a file, the
+//! environment (`TURNSTILE_*`) and flags. Invalid values are refused with the flag, the value and
+//! the range.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,11 +19,11 @@ use turnstile_host::{
 
 /// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
 /// without `--`) and an environment variable (`TURNSTILE_` and the name in capitals, `-` as
-/// `_`); the environment overrides flags, which override the file (see [`super::resolve`]).
+/// `_`); a flag overrides the environment, which overrides the file (see [`super::resolve`]).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// A TOML file of settings: every flag's name without `--` is a key (see
-    /// docs/turnstile.example.toml). Flags override it; `TURNSTILE_*` variables override both.
+    /// docs/turnstile.example.toml). `TURNSTILE_*` variables override it; flags override both.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -39,8 +40,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Serve on this inherited, already-listening TCP socket instead of binding `--listen`
-    /// (used by tests and `turnstile drive` to avoid port races).
+    /// Serve on this inherited, already-listening TCP socket, a descriptor (3..=65535), instead of
+    /// binding `--listen` (used by tests and `turnstile drive` to avoid port races).
     #[arg(long, value_parser = clap::value_parser!(i32).range(3..=65535))]
     pub fd: Option<i32>,
 
@@ -122,9 +123,9 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub stuck_after_ms: u64,
 
-    /// A plugin call running longer than this, in milliseconds, makes `/healthz` fail too, so an
-    /// orchestrator's liveness probe restarts the process — the only thing that ends such a call.
-    /// Off unless set.
+    /// A plugin call running longer than this, in milliseconds (1..=86400000), makes `/healthz`
+    /// fail too, so an orchestrator's liveness probe restarts the process — the only thing that
+    /// ends such a call. Off unless set.
     #[arg(long = "stuck-unhealthy-after-ms",
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub stuck_unhealthy_after_ms: Option<u64>,
@@ -229,6 +230,17 @@ pub enum ServeConfigError {
     GlobalIncomplete,
 }
 
+impl ServeConfigError {
+    /// The flag the problem is about (for `--redis-url` with `--global-max-active`, the first).
+    pub fn flag(&self) -> &'static str {
+        match self {
+            Self::Gate { flag, .. } => flag,
+            Self::PluginConfig(_) => "--plugin-config",
+            Self::GlobalIncomplete => "--redis-url",
+        }
+    }
+}
+
 impl ServeArgs {
     /// Where the plugin comes from.
     pub fn plugin_source(&self) -> PluginSource {
@@ -261,13 +273,22 @@ impl ServeArgs {
         })
     }
 
-    /// Every check beyond each flag's own bounds (those clap applies): the gate's limits and the
-    /// plugin's settings.
-    pub fn validate(&self) -> Result<(), ServeConfigError> {
-        self.gate_config()?;
-        self.plugin_config()?;
-        self.global_config()?;
-        Ok(())
+    /// Every check beyond each flag's own bounds (those clap applies): the gate's limits, the
+    /// plugin's settings and the global limit's — every problem, not the first.
+    pub fn validate(&self) -> Result<(), Vec<ServeConfigError>> {
+        let problems: Vec<ServeConfigError> = [
+            self.gate_config().err(),
+            self.plugin_config().err(),
+            self.global_config().err(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     /// The global limit's settings, if one is set.

@@ -8,7 +8,7 @@ mod process;
 mod run;
 
 pub use args::{GlobalFailure, LogFormat, ServeArgs, ServeConfigError};
-pub use layers::{ResolveError, env_name, resolve, resolve_file};
+pub use layers::{Origin, Problem, ResolveError, env_name, resolve, resolve_file};
 pub use load::{MAX_IDLE_CONNECTIONS, load};
 pub use process::{listener, serve};
 pub use run::{DrainTimeout, run};
