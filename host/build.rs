@@ -23,7 +23,7 @@ fn main() {
         Path::new(&env("CARGO")),
         workspace,
         &["retrieval-hybrid", "retrieval"],
-        &out_dir.join("guest-target"),
+        &turnstile_guest_build::guest_target_dir(&out_dir),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     for guest in built {

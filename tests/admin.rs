@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use turnstile_fixtures::DELAY;
 
 use crate::support::{
-    TestServer, child_state_when, logged, retrieval_plugin, serve_child, sha256_of, stop_child,
+    TestApp, TestServer, child_state_when, hybrid_plugin, logged, serve_child, sha256_of,
+    stop_child,
 };
 
 async fn post(
@@ -24,70 +25,95 @@ async fn post(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_other_hosts_and_non_json_bodies_are_refused() {
-    let server = TestServer::start(&[]).await;
+    // The access rules are router layering: driven in process, without a socket.
+    let app = TestApp::load(&[]).await;
     let swap = json!({"path": DELAY, "config": {"delay_ms": "0"}}).to_string();
     let json_ct = ("content-type", "application/json");
     // A page elsewhere posting to the admin endpoint.
-    let (status, body) = post(
-        &server,
-        &[json_ct, ("origin", "http://evil.example")],
-        swap.clone(),
-    )
-    .await;
+    let (status, body) = app
+        .post(
+            "/admin/plugin",
+            &[json_ct, ("origin", "http://evil.example")],
+            swap.clone(),
+        )
+        .await;
     assert_eq!(
         (status, body["error"].as_str()),
         (403, Some("cross_origin"))
     );
-    let (status, body) = post(&server, &[json_ct, ("origin", "null")], swap.clone()).await;
+    let (status, body) = app
+        .post(
+            "/admin/plugin",
+            &[json_ct, ("origin", "null")],
+            swap.clone(),
+        )
+        .await;
     assert_eq!(
         (status, body["error"].as_str()),
         (403, Some("cross_origin"))
     );
     // A DNS-rebinding page: loopback peer, foreign Host.
-    let (status, body) = post(
-        &server,
-        &[json_ct, ("host", "evil.example:8080")],
-        swap.clone(),
-    )
-    .await;
+    let (status, body) = app
+        .post(
+            "/admin/plugin",
+            &[json_ct, ("host", "evil.example:8080")],
+            swap.clone(),
+        )
+        .await;
     assert_eq!(
         (status, body["error"].as_str()),
         (403, Some("host_not_allowed"))
     );
     // Through a local reverse proxy, without a token.
-    let (status, body) = post(
-        &server,
-        &[json_ct, ("x-forwarded-for", "192.0.2.7")],
-        swap.clone(),
-    )
-    .await;
+    let (status, body) = app
+        .post(
+            "/admin/plugin",
+            &[json_ct, ("x-forwarded-for", "192.0.2.7")],
+            swap.clone(),
+        )
+        .await;
     assert_eq!(
         (status, body["error"].as_str()),
         (403, Some("proxied_without_token"))
     );
     // A form post (no preflight) is not JSON.
-    let (status, body) = post(&server, &[("content-type", "text/plain")], swap.clone()).await;
+    let (status, body) = app
+        .post(
+            "/admin/plugin",
+            &[("content-type", "text/plain")],
+            swap.clone(),
+        )
+        .await;
     assert_eq!(
         (status, body["error"].as_str()),
         (415, Some("unsupported_media_type"))
     );
-    let (status, body) = post(&server, &[], swap.clone()).await;
+    let (status, body) = app.post("/admin/plugin", &[], swap.clone()).await;
     assert_eq!(
         (status, body["error"].as_str()),
         (415, Some("unsupported_media_type"))
     );
     // Nothing was swapped.
-    assert_eq!(server.state.plugins.current().number, 1);
+    assert_eq!(app.state.plugins.current().number, 1);
     // Same origin, loopback Host, JSON: allowed.
-    let origin = format!("http://{}", server.addr);
-    let (status, body) = post(&server, &[json_ct, ("origin", origin.as_str())], swap).await;
+    let (status, body) = app
+        .post(
+            "/admin/plugin",
+            &[
+                json_ct,
+                ("host", "localhost:8080"),
+                ("origin", "http://localhost:8080"),
+            ],
+            swap,
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
-    server.stop().await;
+    assert_eq!(app.state.plugins.current().number, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_regular_files_are_read() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     assert!(
@@ -102,12 +128,13 @@ async fn only_regular_files_are_read() {
         fifo.display().to_string(),
         dir.path().display().to_string(),
     ] {
-        let (status, body) = post(
-            &server,
-            &[("content-type", "application/json")],
-            json!({"path": path}).to_string(),
-        )
-        .await;
+        let (status, body) = app
+            .post(
+                "/admin/plugin",
+                &[("content-type", "application/json")],
+                json!({"path": path}).to_string(),
+            )
+            .await;
         assert_eq!(status, 422, "{path}: {body}");
         assert_eq!(body["error"], "plugin_unreadable", "{path}");
         assert!(
@@ -118,7 +145,6 @@ async fn only_regular_files_are_read() {
             "{body}"
         );
     }
-    server.stop().await;
 }
 
 /// The pin rule on the admin path: a pinned server needs the candidate's sha256, which then
@@ -126,7 +152,7 @@ async fn only_regular_files_are_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
     let dir = tempfile::tempdir().unwrap();
-    let retrieval = retrieval_plugin(dir.path());
+    let retrieval = hybrid_plugin(dir.path());
     let pin = sha256_of(&retrieval);
     let retrieval_arg = retrieval.display().to_string();
     let server = TestServer::start(&["--plugin", &retrieval_arg, "--plugin-sha256", &pin]).await;
@@ -164,7 +190,7 @@ async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_only_a_file_that_matches_the_pin() {
     let dir = tempfile::tempdir().unwrap();
-    let plugin = retrieval_plugin(dir.path());
+    let plugin = hybrid_plugin(dir.path());
     let pin = sha256_of(&plugin);
     let child = serve_child(
         "pinned",

@@ -41,14 +41,23 @@ fn observed<'a>(report: &'a Value, name: &str) -> &'a str {
 }
 
 #[test]
-fn the_retrieval_plugin_passes_everything() {
+fn both_shipped_plugins_pass_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let retrieval = crate::support::retrieval_plugin(dir.path());
-    let (ok, report) = check(retrieval.to_str().unwrap(), &[]);
-    assert!(ok, "{report:#}");
-    assert_eq!(failed(&report), Vec::<String>::new());
-    assert!(report["passed"].as_u64().unwrap() >= 20);
-    assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
+    for plugin in [
+        crate::support::hybrid_plugin(dir.path()),
+        crate::support::lexical_plugin(dir.path()),
+    ] {
+        let (ok, report) = check(plugin.to_str().unwrap(), &[]);
+        assert!(ok, "{}: {report:#}", plugin.display());
+        assert_eq!(
+            failed(&report),
+            Vec::<String>::new(),
+            "{}",
+            plugin.display()
+        );
+        assert!(report["passed"].as_u64().unwrap() >= 20, "{report:#}");
+        assert_eq!(report["sha256"], crate::support::sha256_of(&plugin));
+    }
 }
 
 #[test]

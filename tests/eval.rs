@@ -111,7 +111,7 @@ fn the_default_keeps_up_with_the_lexical_plugin_on_known_items() {
 #[test]
 fn compare_puts_two_plugins_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
-    let other = crate::support::retrieval_plugin(dir.path());
+    let other = crate::support::hybrid_plugin(dir.path());
     let questions = dir.path().join("q.jsonl");
     std::fs::write(
         &questions,

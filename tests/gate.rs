@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use crate::support::{TestServer, statuses};
+use crate::support::{TestServer, delay_server, impatient_client, statuses};
 use serde_json::{Value, json};
-use turnstile_fixtures as components;
 
 fn post(server: &TestServer) -> tokio::task::JoinHandle<(u16, Option<String>, Value)> {
     let request = server
@@ -30,19 +29,7 @@ async fn overflow_and_deadline_while_one_request_runs() {
     // A's 4 s call outlasts that deadline by as much again. (The lab's own 150 ms / 350 ms
     // timings are reproduced by `turnstile drive`.) `queue_full_does_not_depend_on_a_deadline`
     // checks the refusal with no deadline in play.
-    let server = TestServer::start(&[
-        "--plugin",
-        components::DELAY,
-        "--plugin-config",
-        "delay_ms=4000",
-        "--max-active",
-        "1",
-        "--max-waiting",
-        "1",
-        "--wait-ms",
-        "2000",
-    ])
-    .await;
+    let server = delay_server(4000, 2000, &[]).await;
     let a = post(&server);
     server
         .state_when("A running, nobody waiting", |s| {
@@ -105,19 +92,7 @@ async fn overflow_and_deadline_while_one_request_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_is_promoted_when_the_lease_is_released() {
-    let server = TestServer::start(&[
-        "--plugin",
-        components::DELAY,
-        "--plugin-config",
-        "delay_ms=200",
-        "--max-active",
-        "1",
-        "--max-waiting",
-        "1",
-        "--wait-ms",
-        "30000",
-    ])
-    .await;
+    let server = delay_server(200, 30000, &[]).await;
     let a = post(&server);
     server.state_when("A running", |s| s["active"] == 1).await;
     let b = post(&server);
@@ -140,19 +115,7 @@ async fn a_waiter_is_promoted_when_the_lease_is_released() {
 /// running call (5 s) are far longer than anything the test does before it has its refusals.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_full_does_not_depend_on_a_deadline() {
-    let server = TestServer::start(&[
-        "--plugin",
-        components::DELAY,
-        "--plugin-config",
-        "delay_ms=5000",
-        "--max-active",
-        "1",
-        "--max-waiting",
-        "1",
-        "--wait-ms",
-        "60000",
-    ])
-    .await;
+    let server = delay_server(5000, 60000, &[]).await;
     let _a = post(&server);
     server.state_when("A running", |s| s["active"] == 1).await;
     let _b = post(&server);
@@ -184,23 +147,8 @@ async fn queue_full_does_not_depend_on_a_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_timeout_does_not_release_the_running_workers_lease() {
-    let server = TestServer::start(&[
-        "--plugin",
-        components::DELAY,
-        "--plugin-config",
-        "delay_ms=1500",
-        "--max-active",
-        "1",
-        "--max-waiting",
-        "1",
-        "--wait-ms",
-        "1000",
-    ])
-    .await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
+    let server = delay_server(1500, 1000, &[]).await;
+    let impatient = impatient_client(Duration::from_millis(300));
     let error = impatient
         .post(server.url("/retrieve"))
         .json(&json!({"question": "json"}))

@@ -173,7 +173,6 @@ async fn three_replicas_never_exceed_the_global_limit_and_reach_its_plateau() {
             let g = global(replica).await;
             let holders = g["holders"].as_u64().unwrap();
             assert!(holders <= 4, "{holders} global leases out: {g}");
-            assert!(g["this_replica"].as_u64().unwrap() <= holders.max(4), "{g}");
             peak = peak.max(holders);
         }
         samples += 1;
@@ -451,10 +450,7 @@ async fn a_client_that_leaves_mid_call_keeps_its_global_lease() {
         ],
     ))
     .await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
+    let impatient = crate::support::impatient_client(Duration::from_millis(300));
     let gone = impatient
         .post(server.url("/retrieve"))
         .json(&json!({"question": "q"}))

@@ -51,10 +51,7 @@ async fn a_spinning_call_keeps_its_slot_and_degrades_readiness() {
     );
     let child = serve_child("spin", flags).await;
     let client = reqwest::Client::new();
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(500))
-        .build()
-        .unwrap();
+    let impatient = crate::support::impatient_client(Duration::from_millis(500));
     let spinning = impatient
         .post(child.url("/retrieve"))
         .json(&json!({"question": "spin-now please"}))

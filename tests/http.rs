@@ -1,6 +1,6 @@
 //! End-to-end tests of `/retrieve` over real HTTP with real wasm components.
 
-use crate::support::{TestServer, ids, retrieval_plugin};
+use crate::support::{TestApp, TestServer, hybrid_plugin, ids};
 use serde_json::json;
 use turnstile_fixtures as components;
 
@@ -71,15 +71,15 @@ async fn fts_syntax_in_questions_is_inert() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
-    let server = TestServer::start(&[]).await;
-    let opened_before = server.state.plugin().corpus().sessions_opened();
-    let url = server.url("/retrieve");
+    // Validation is the handler's: driven in process, without a socket.
+    let app = TestApp::load(&[]).await;
+    let opened_before = app.state.plugin().corpus().sessions_opened();
     let post = |content_type: Option<&'static str>, body: Vec<u8>| {
-        let mut request = server.client.post(&url).body(body);
-        if let Some(ct) = content_type {
-            request = request.header("content-type", ct);
-        }
-        request.send()
+        let headers: Vec<(&str, &str)> = content_type
+            .map(|ct| vec![("content-type", ct)])
+            .unwrap_or_default();
+        let app = &app;
+        async move { app.post("/retrieve", &headers, body).await }
     };
     let json_ct = Some("application/json");
     let cases: Vec<(Option<&'static str>, Vec<u8>, u16, &str)> = vec![
@@ -152,23 +152,18 @@ async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
         ),
     ];
     for (content_type, body, status, code) in cases {
-        let response = post(content_type, body).await.unwrap();
-        assert_eq!(
-            response.status().as_u16(),
-            status,
-            "{content_type:?} {code}"
-        );
-        let body: serde_json::Value = response.json().await.unwrap();
+        let (got, body) = post(content_type, body).await;
+        assert_eq!(got, status, "{content_type:?} {code}");
         assert_eq!(body["status"], "invalid_request", "{body}");
         assert_eq!(body["error"], code, "{body}");
         assert!(!body["detail"].as_str().unwrap().is_empty());
     }
     assert_eq!(
-        server.state.plugin().corpus().sessions_opened(),
+        app.state.plugin().corpus().sessions_opened(),
         opened_before,
         "an invalid request reached the plugin"
     );
-    server.stop().await;
+    assert_eq!(app.state.admission.gate().snapshot().events.len(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +218,7 @@ async fn guest_errors_and_contract_violations_are_500() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_holds() {
     let dir = tempfile::tempdir().unwrap();
-    let retrieval = retrieval_plugin(dir.path());
+    let retrieval = hybrid_plugin(dir.path());
     for attempt in [
         "env",
         "args",
@@ -251,7 +246,7 @@ async fn the_sandbox_holds() {
         assert_eq!(swapped.status().as_u16(), 200, "{attempt}");
         let (status, body) = server.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200, "{attempt}: {body}");
-        assert_eq!(body["plugin"]["name"], "retrieval");
+        assert_eq!(body["plugin"]["name"], "retrieval-hybrid");
         server.stop().await;
     }
 }

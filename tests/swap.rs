@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
 use crate::support::{
-    STATE_DEADLINE, TestServer, child_retrieve, child_state_when, eventually, logged,
-    retrieval_plugin, serve_child, sha256_of, stop_child,
+    STATE_DEADLINE, TestServer, child_retrieve, child_state_when, eventually, hybrid_plugin,
+    logged, serve_child, sha256_of, stop_child,
 };
 
 async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Value) {
@@ -179,7 +179,7 @@ fn a_pinned_sha256_that_does_not_match_refuses_to_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_configured_plugin_and_refuses_a_broken_one() {
     let dir = tempfile::tempdir().unwrap();
-    let plugin = retrieval_plugin(dir.path());
+    let plugin = hybrid_plugin(dir.path());
     let retrieval_sha = sha256_of(&plugin);
     let server = serve_child(
         "reload",

@@ -1,10 +1,13 @@
 //! Builds guest components — crates of this workspace compiled to `wasm32-wasip2` — with a nested
 //! `cargo build --release`, the way wasmtime builds its test programs. Used by the build scripts
 //! that embed the default plugin (`host/build.rs`) or expose the test fixtures
-//! (`fixtures/artifacts/build.rs`), each into its own `OUT_DIR`, and by `cargo xtask plugins`.
+//! (`fixtures/artifacts/build.rs`), and by `cargo xtask plugins`.
 //!
-//! The nested build needs a target directory of its own: sharing the outer build's would deadlock
-//! on cargo's build-directory lock.
+//! Every caller builds into one directory, [`guest_target_dir`] (`target/guests`), whatever the
+//! outer build's profile: each guest is compiled once per clean build, then found up to date.
+//! (The nested build needs a directory apart from the outer build's: sharing its profile
+//! directory would deadlock on cargo's build-directory lock. Two nested builds at once — the two
+//! build scripts — wait for each other on this one's lock instead.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,6 +107,16 @@ fn target_installed() -> bool {
         .filter(|o| o.status.success())
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
         .is_some_and(|dir| dir.exists())
+}
+
+/// Where every guest is built: `guests/` in the workspace's target directory, found from a build
+/// script's `OUT_DIR` (`<target>/[<triple>/]<profile>/build/<package>-<hash>/out`) as the nearest
+/// folder holding cargo's `CACHEDIR.TAG`.
+pub fn guest_target_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .map_or_else(|| out_dir.join("guest-target"), |target| target.join("guests"))
 }
 
 /// The cargo directives that rerun a build script when a guest's inputs change: its crate, the

@@ -50,6 +50,62 @@ where
     }
 }
 
+/// The service's router over a loaded state, driven in process with `oneshot` — no socket: for
+/// handler tests (validation, access rules) that the edge does not take part in. Requests come
+/// from a loopback peer (`MockConnectInfo`), as from a local client.
+pub struct TestApp {
+    pub state: AppState,
+    router: axum::Router,
+}
+
+impl TestApp {
+    /// Loads like `turnstile serve FLAGS`, without listening.
+    pub async fn load(flags: &[&str]) -> Self {
+        let args = args(flags);
+        let state = tokio::task::spawn_blocking(move || turnstile_server::serve::load(&args))
+            .await
+            .unwrap()
+            .unwrap();
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let router = turnstile_server::http::app(state.clone())
+            .layer(axum::extract::connect_info::MockConnectInfo(peer));
+        Self { state, router }
+    }
+
+    /// Sends `request` through the router: the status and the JSON body (`Null` if none).
+    pub async fn send(&self, request: axum::http::Request<axum::body::Body>) -> (u16, Value) {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A POST of `body` to `path` with these headers (the `Host` is `localhost` unless given).
+    pub async fn post(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<axum::body::Body>,
+    ) -> (u16, Value) {
+        let mut request = axum::http::Request::post(path);
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            request = request.header("host", "localhost");
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request.body(body.into()).unwrap()).await
+    }
+}
+
 /// A server on a port-0 loopback socket, shut down when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -178,6 +234,36 @@ impl Drop for TestServer {
     }
 }
 
+/// A server whose plugin is the `delay` fixture (each call holds its worker `delay_ms`, then
+/// really retrieves) behind a gate of one slot and one waiting place, waiting at most `wait_ms`;
+/// `more` flags on top.
+pub async fn delay_server(delay_ms: u64, wait_ms: u64, more: &[&str]) -> TestServer {
+    let config = format!("delay_ms={delay_ms}");
+    let wait = wait_ms.to_string();
+    let mut flags = vec![
+        "--plugin",
+        turnstile_fixtures::DELAY,
+        "--plugin-config",
+        &config,
+        "--max-active",
+        "1",
+        "--max-waiting",
+        "1",
+        "--wait-ms",
+        &wait,
+    ];
+    flags.extend_from_slice(more);
+    TestServer::start(&flags).await
+}
+
+/// A client that gives up on a request after `patience` (its connection closes).
+pub fn impatient_client(patience: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(patience)
+        .build()
+        .unwrap()
+}
+
 /// A `turnstile serve` child of the real binary (killed and reaped if the test fails first).
 pub async fn serve_child(name: &str, flags: Vec<String>) -> ServerChild {
     let mut args = vec!["--cache-dir".to_owned(), cache_dir().display().to_string()];
@@ -255,9 +341,10 @@ pub async fn child_state_when(
     .await
 }
 
-/// The embedded default plugin as a file in `dir`, for tests that need its path.
-pub fn retrieval_plugin(dir: &Path) -> PathBuf {
-    let path = dir.join("retrieval.wasm");
+/// The embedded default (hybrid) plugin written to `dir/retrieval-hybrid.wasm`, for tests that
+/// need its path.
+pub fn hybrid_plugin(dir: &Path) -> PathBuf {
+    let path = dir.join("retrieval-hybrid.wasm");
     std::fs::write(&path, turnstile_host::embedded_retrieval()).unwrap();
     path
 }

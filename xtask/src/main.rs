@@ -66,7 +66,8 @@ fn plugins(out: Option<PathBuf>) -> anyhow::Result<()> {
         "no guest crates found under plugins/ or fixtures/"
     );
     let names: Vec<&str> = guests.iter().map(String::as_str).collect();
-    let built = turnstile_guest_build::build(&cargo, &workspace, &names, &target_dir)?;
+    let built =
+        turnstile_guest_build::build(&cargo, &workspace, &names, &target_dir.join("guests"))?;
     let out = out.unwrap_or_else(|| target_dir.join("plugins"));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     for guest in built {
