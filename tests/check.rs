@@ -129,18 +129,60 @@ fn the_hostile_fixture_without_an_attempt_fails_behaviour_with_typed_errors() {
 }
 
 #[test]
-fn a_component_importing_files_and_sockets_is_refused_naming_the_import() {
-    let (ok, report) = check(components::ESCAPE, &[]);
+fn a_component_importing_what_no_plugin_gets_is_refused_naming_every_import() {
+    let (ok, report) = check(components::OUTSIDE, &[]);
     assert!(!ok);
     assert_eq!(failed(&report), ["contract.imports", "contract.world"]);
     let imports = observed(&report, "contract.imports");
-    assert!(imports.contains("it imports `wasi:"), "{imports}");
+    for import in [
+        "wasi:http/outgoing-handler@0.2.0",
+        "wasi:io/streams@0.3.0",
+        "example:secrets/vault@1.0.0",
+    ] {
+        assert!(imports.contains(import), "{imports}");
+    }
+    // Every import is listed with what it is granted: here, nothing is.
+    let listed = report["imports"].as_array().unwrap();
+    assert_eq!(listed.len(), 3, "{report:#}");
+    assert!(listed.iter().all(|i| i["granted"].is_null()), "{report:#}");
+}
+
+/// A component whose runtime links WASI's filesystem and sockets passes the contract: `check`
+/// lists each import with what it is granted — nothing, for files and sockets.
+#[test]
+fn check_lists_every_import_with_what_it_is_granted() {
+    let (_, report) = check(components::ESCAPE, &[]);
+    assert_eq!(
+        failed(&report)
+            .iter()
+            .filter(|n| n.starts_with("contract."))
+            .count(),
+        0,
+        "{report:#}"
+    );
+    let listed = report["imports"].as_array().unwrap();
+    let granted = |prefix: &str| -> Vec<String> {
+        listed
+            .iter()
+            .filter(|i| i["import"].as_str().unwrap().starts_with(prefix))
+            .map(|i| i["granted"].as_str().unwrap_or("REFUSED").to_owned())
+            .collect()
+    };
+    for prefix in ["wasi:filesystem/", "wasi:sockets/"] {
+        let grants = granted(prefix);
+        assert!(!grants.is_empty(), "{prefix}: {report:#}");
+        assert!(
+            grants.iter().all(|g| g.starts_with("nothing")),
+            "{grants:?}"
+        );
+    }
+    assert_eq!(granted("turnstile:retrieval/corpus").len(), 1);
 }
 
 #[test]
 fn human_output_has_a_line_per_check_and_a_summary() {
     let output = Command::new(crate::support::binary())
-        .args(["check", components::ESCAPE])
+        .args(["check", components::OUTSIDE])
         .arg("--cache-dir")
         .arg(crate::support::cache_dir())
         .output()

@@ -167,7 +167,7 @@ fn a_limit_k_answer_is_the_first_k_of_a_limit_20_answer() {
     let questions = turnstile_host::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
     let index = CorpusIndex::open_or_build(&read_corpus(None).unwrap(), &cache_dir().join("index"))
         .unwrap();
-    let runtime = turnstile_host::eval::runtime().unwrap();
+    let runtime = turnstile_host::eval::runtime(Some(cache_dir().join("plugins"))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let lexical = crate::support::lexical_plugin(dir.path());
     let shipped = [PluginSource::Embedded, PluginSource::File(lexical)];

@@ -278,14 +278,17 @@ async fn server_default_sha() -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_component_asking_for_files_or_sockets_is_refused_at_startup() {
-    let args = crate::support::args(&["--plugin", components::ESCAPE]);
+async fn a_component_asking_for_what_no_plugin_gets_is_refused_at_startup() {
+    let args = crate::support::args(&["--plugin", components::OUTSIDE]);
     let Err(error) = turnstile_server::serve::load(&args) else {
-        panic!("the escape component was loaded");
+        panic!("the outside component was loaded");
     };
     let message = format!("{error:#}");
     assert!(message.contains("outside the plugin contract"), "{message}");
-    assert!(message.contains("wasi:"), "{message}");
+    assert!(
+        message.contains("wasi:http/outgoing-handler@0.2.0"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,8 @@ mod gate;
 mod global;
 mod hostile;
 mod http;
+mod kit;
+mod languages;
 mod live;
 mod load;
 mod metrics;

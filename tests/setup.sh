@@ -4,7 +4,9 @@
 #   chromium (the live page's browser test) and redis-server (the global limit's tests start
 #   their own, on free loopback ports);
 # - a Python venv, target/test-venv, with the tools pinned in tests/requirements.txt:
-#   Schemathesis (tests/schemathesis/run.sh) and Playwright (tests/dashboard/check.py).
+#   Schemathesis (tests/schemathesis/run.sh) and Playwright (tests/dashboard/check.py);
+# - the pinned toolchains that build the Python and JavaScript plugins (componentize-py,
+#   componentize-js: plugins/toolchains/install.sh, into target/toolchains).
 # The packages need root (a fresh machine, CI); otherwise this says what to run.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,3 +33,5 @@ if ! cmp -s "$requirements" "$venv/requirements.txt"; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
     cp "$requirements" "$venv/requirements.txt"
 fi
+
+"$repo/plugins/toolchains/install.sh"

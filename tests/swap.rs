@@ -96,7 +96,7 @@ async fn a_failed_candidate_leaves_the_old_plugin_serving() {
             json!({"path": "/nonexistent/plugin.wasm"}),
             "plugin_unreadable",
         ),
-        (json!({"path": components::ESCAPE}), "incompatible_plugin"),
+        (json!({"path": components::OUTSIDE}), "incompatible_plugin"),
         (json!({"path": components::FAULT}), "smoke_failed"),
         (
             json!({"path": components::DELAY, "sha256": "0".repeat(64)}),

@@ -42,6 +42,23 @@ enum Command {
     Config(ConfigCommand),
     /// Print the HTTP API's OpenAPI 3.1 document (what `GET /openapi.json` serves).
     Openapi,
+    /// Start something new: `turnstile new plugin --lang rust|python|js DIR`.
+    #[command(subcommand)]
+    New(NewCommand),
+}
+
+#[derive(Subcommand)]
+enum NewCommand {
+    /// Write a standalone plugin project into DIR (named after it): the contract at this host's
+    /// version, a minimal lexical plugin, the pinned build command (build.sh), a README, and
+    /// check.sh, which runs `turnstile check` and `turnstile eval` on the questions it ships.
+    Plugin {
+        /// The plugin's language.
+        #[arg(long, value_enum)]
+        lang: turnstile_host::kit::Lang,
+        /// The project's folder (created; must be new or empty). Its name is the plugin's.
+        dir: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -99,6 +116,18 @@ fn main() -> anyhow::Result<()> {
                     false
                 }
             }
+        }
+        Command::New(NewCommand::Plugin { lang, dir }) => {
+            let written = turnstile_host::kit::new_plugin(lang, &dir)?;
+            println!("wrote {} ({} files):", dir.display(), written.len());
+            for file in written {
+                println!("  {}", file.display());
+            }
+            println!(
+                "next: cd {} && ./build.sh && ./check.sh (README.md says more)",
+                dir.display()
+            );
+            true
         }
         Command::Openapi => {
             println!("{}", turnstile_server::http::openapi_json());

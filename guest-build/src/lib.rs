@@ -9,123 +9,13 @@
 //! directory would deadlock on cargo's build-directory lock. Two nested builds at once — the two
 //! build scripts — wait for each other on this one's lock instead.)
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod error;
+mod languages;
+mod rust;
 
-/// The guests' compilation target.
-pub const TARGET: &str = "wasm32-wasip2";
-
-/// What can stop a guest build.
-#[derive(Debug, thiserror::Error)]
-pub enum GuestBuildError {
-    /// The `wasm32-wasip2` standard library is not installed for this toolchain.
-    #[error("the {TARGET} Rust target is not installed; run: rustup target add {TARGET}")]
-    TargetMissing,
-    /// `cargo` could not be started.
-    #[error("cannot run cargo: {0}")]
-    Spawn(#[source] std::io::Error),
-    /// The nested build failed (its output says why).
-    #[error("building the guest components failed ({0})")]
-    Failed(std::process::ExitStatus),
-    /// A built component is not where cargo puts it.
-    #[error("{} was not built", .0.display())]
-    Missing(PathBuf),
-}
-
-/// One built component.
-#[derive(Debug, Clone)]
-pub struct Guest {
-    /// The package name, e.g. `delay`.
-    pub name: String,
-    /// The `.wasm` component.
-    pub path: PathBuf,
-}
-
-/// Builds `packages` (workspace crates under `workspace`) in release mode for [`TARGET`] into
-/// `target_dir`, and returns where each component is. `cargo` is the cargo to run (a build
-/// script passes its `CARGO`).
-pub fn build(
-    cargo: &Path,
-    workspace: &Path,
-    packages: &[&str],
-    target_dir: &Path,
-) -> Result<Vec<Guest>, GuestBuildError> {
-    if !target_installed() {
-        return Err(GuestBuildError::TargetMissing);
-    }
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace)
-        .args(["build", "--release", "--locked", "--target", TARGET])
-        .arg("--target-dir")
-        .arg(target_dir);
-    for name in packages {
-        cmd.args(["-p", name]);
-    }
-    // The outer build's flags and wrappers (clippy's driver, say) are for host code, not guests.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_RUSTFLAGS",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd.status().map_err(GuestBuildError::Spawn)?;
-    if !status.success() {
-        return Err(GuestBuildError::Failed(status));
-    }
-    packages
-        .iter()
-        .map(|name| {
-            let path = target_dir
-                .join(TARGET)
-                .join("release")
-                .join(format!("{}.wasm", name.replace('-', "_")));
-            if path.is_file() {
-                Ok(Guest {
-                    name: (*name).to_owned(),
-                    path,
-                })
-            } else {
-                Err(GuestBuildError::Missing(path))
-            }
-        })
-        .collect()
-}
-
-/// Whether the toolchain has the guests' standard library (the build adds nothing by itself: a
-/// fresh machine gets it from README's `rustup toolchain install … --target wasm32-wasip2`).
-fn target_installed() -> bool {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    Command::new(rustc)
-        .args(["--print", "target-libdir", "--target", TARGET])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .is_some_and(|dir| dir.exists())
-}
-
-/// Where every guest is built: `guests/` in the workspace's target directory, found from a build
-/// script's `OUT_DIR` (`<target>/[<triple>/]<profile>/build/<package>-<hash>/out`) as the nearest
-/// folder holding cargo's `CACHEDIR.TAG`.
-pub fn guest_target_dir(out_dir: &Path) -> PathBuf {
-    out_dir
-        .ancestors()
-        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
-        .map_or_else(|| out_dir.join("guest-target"), |target| target.join("guests"))
-}
-
-/// The cargo directives that rerun a build script when a guest's inputs change: its crate, the
-/// contract it is built against, the lock file and the workspace manifest (profiles).
-pub fn rerun_if_changed(workspace: &Path, guest_dirs: &[PathBuf]) {
-    for dir in guest_dirs {
-        println!("cargo:rerun-if-changed={}", dir.display());
-    }
-    for input in ["wit", "Cargo.lock", "Cargo.toml"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(input).display());
-    }
-}
+pub use error::{Guest, GuestBuildError};
+pub use languages::{
+    INSTALL, JS_NO_HTTP, LANGUAGE_GUESTS, Language, LanguageGuest, build_language, inputs,
+    toolchain, toolchains_dir,
+};
+pub use rust::{TARGET, build, guest_target_dir, rerun_if_changed};

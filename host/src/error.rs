@@ -52,8 +52,9 @@ fn trap_text(error: &wasmtime::Error) -> String {
     crate::output::sanitize(&text, MAX_TRAP_TEXT)
 }
 
+/// A plugin's own error, as long as a log message (a language plugin puts its traceback there).
 fn guest_text(error: &crate::bindings::RetrieveError) -> String {
-    crate::output::sanitize(&format!("{error:?}"), crate::output::MAX_LOGGED_TEXT)
+    crate::output::sanitize(&format!("{error:?}"), crate::output::MAX_LOG_MESSAGE)
 }
 
 impl PluginError {
@@ -88,12 +89,14 @@ pub enum Incompatibility {
     /// Imports an interface of the contract's package that the contract does not define.
     #[error("it imports `{0}`, which the contract does not define")]
     UndefinedInterface(String),
-    /// Imports something outside the contract (files, sockets, …).
+    /// Imports what no plugin gets: outside WASI 0.2 and the contract (`wasi:http`, …).
     #[error(
-        "it imports `{0}`, which is outside the plugin contract (plugins get no network, \
-         filesystem access or other host capabilities)"
+        "it imports {}, which {} outside the plugin contract and WASI 0.2 (plugins get no network, \
+         filesystem access or other host capabilities)",
+        .0.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", "),
+        if .0.len() == 1 { "is" } else { "are" }
     )]
-    ForbiddenImport(String),
+    ForbiddenImports(Vec<String>),
     /// Does not export `retrieve`.
     #[error("it does not export `retrieve`")]
     NoRetrieveExport,

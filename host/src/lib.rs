@@ -8,7 +8,8 @@
 //! lease — until it really returns. What an instance can reach is in [`capabilities`] (one file
 //! per capability, WASI granting nothing); what it must be is in [`contract`] and in the checks
 //! of its answers; [`check`] is the conformance suite, [`swap`] replaces the served plugin
-//! ([`PluginSlot`]) at run time, and [`eval`] scores a plugin on a question set in process.
+//! ([`PluginSlot`]) at run time, [`eval`] scores a plugin on a question set in process, and [`kit`]
+//! writes a plugin author's starting project in any of the supported languages.
 //!
 //! May depend on: the corpus (`turnstile-corpus`), wasmtime and wasmtime-wasi, and general
 //! libraries (serde, clap for its two commands' flags, tracing). Never on the server, the gate
@@ -22,6 +23,7 @@ pub mod check;
 pub mod contract;
 mod error;
 pub mod eval;
+pub mod kit;
 mod observe;
 mod output;
 mod plugin;

@@ -103,13 +103,26 @@ impl Plugin {
         if enforce_contract {
             crate::contract::check(&name, &component, runtime.engine())?;
         }
+        Self::link(runtime, name, sha256, &component, config, corpus)
+    }
+
+    /// Links a compiled `component` (whose bytes hash to `sha256`) against the runtime's linker:
+    /// the last step of a load, and what `check` does with the component it already compiled.
+    pub(crate) fn link(
+        runtime: &PluginRuntime,
+        name: String,
+        sha256: String,
+        component: &wasmtime::component::Component,
+        config: PluginConfig,
+        corpus: CorpusPool,
+    ) -> Result<Self, PluginError> {
         let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
             name: name.clone(),
             reason: Incompatibility::Link(e),
         };
         let instance_pre = runtime
             .linker()
-            .instantiate_pre(&component)
+            .instantiate_pre(component)
             .map_err(incompatible)?;
         let pre = RetrievalPluginPre::new(instance_pre).map_err(incompatible)?;
         Ok(Self {
@@ -181,8 +194,9 @@ impl Plugin {
         let instantiate = started.elapsed();
         let outcome =
             instance.and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
+        let flushed = flush_output(store.data_mut(), &self.name, request_id);
         let (output_dropped_bytes, log_dropped_messages) =
-            flush_output(store.data_mut(), &self.name, request_id);
+            (flushed.dropped_bytes, flushed.dropped_messages);
         let limits = &store.data().limits;
         let stats = CallStats {
             instantiate,
@@ -199,7 +213,12 @@ impl Plugin {
                 .map(|()| sources)
                 .map_err(PluginError::Contract),
             Ok(Err(guest)) => Err(PluginError::Guest(guest)),
-            Err(trap) => Err(PluginError::Trap(trap)),
+            // A language runtime prints the exception that made it trap (a Python traceback)
+            // on stderr: the trap's description carries it.
+            Err(trap) => Err(PluginError::Trap(match flushed.stderr_tail {
+                Some(tail) => trap.context(format!("the plugin wrote to stderr: {tail}")),
+                None => trap,
+            })),
         };
         (result, stats)
     }
@@ -247,18 +266,16 @@ mod tests {
         .unwrap()
     }
 
-    /// The second wall: even a component linked past the contract check (which refuses its
-    /// filesystem and socket imports) gets errors, never data, because WASI grants nothing.
+    /// The wall: a component that imports WASI's filesystem and sockets loads (a language
+    /// runtime links them), and gets errors, never data, because WASI grants nothing.
     #[test]
     fn wasi_grants_no_files_and_no_sockets() {
         let (pool, dir) = one_document_pool();
         let runtime = runtime(4, false);
         let source = PluginSource::File(turnstile_fixtures::ESCAPE.into());
-        assert!(Plugin::load(&runtime, &source, PluginConfig::new(), pool.clone()).is_err());
         for attempt in ["read-file", "list-dir", "socket"] {
             let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);
-            let plugin =
-                Plugin::load_inner(&runtime, &source, config, pool.clone(), false).unwrap();
+            let plugin = Plugin::load(&runtime, &source, config, pool.clone()).unwrap();
             match plugin.retrieve("x", 1, 1) {
                 Err(PluginError::Guest(crate::bindings::RetrieveError::Internal(m))) => {
                     assert!(m.starts_with(&format!("{attempt} refused")), "{m}");

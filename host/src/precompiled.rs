@@ -1,6 +1,11 @@
 //! Compiling components through a cache of precompiled artifacts that only this host wrote: an
 //! artifact is native code loaded without being checked again, so it is trusted only from this
 //! host's private cache directory and only when it matches the digest recorded beside it.
+//!
+//! A cached artifact is mapped from its file, not copied into the heap: its code is shared by
+//! every process that maps it, and a plugin's initial memory image (tens of MB for a language
+//! runtime's snapshot) is mapped copy-on-write into each fresh instance, so a call touches only
+//! the pages it writes.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
@@ -33,6 +38,10 @@ impl PluginRuntime {
             .precompile_compatibility_hash()
             .hash(&mut engine_hash);
         let path = dir.join(format!("{sha256}-{:016x}.cwasm", engine_hash.finish()));
+        // One compile of a component at a time, whoever asks: threads of this process, or other
+        // processes sharing the cache (a test run's servers and commands, replicas on one host).
+        // The lock is released with `_compiling`, once the artifact is in place.
+        let _compiling = lock_artifact(dir, &path);
         if let Some(component) = self.load_cached(&path) {
             return Ok(component);
         }
@@ -48,8 +57,10 @@ impl PluginRuntime {
             .map_err(|e| incompatible(Incompatibility::Artifact(e)))?;
         if let Err(e) = store_artifact(dir, &path, &artifact) {
             tracing::warn!(path = %path.display(), error = %e, "cannot cache precompiled plugin");
+            return Ok(component);
         }
-        Ok(component)
+        // Served from the file just written (mapped), as every later load will be.
+        Ok(self.load_cached(&path).unwrap_or(component))
     }
 
     fn load_cached(&self, path: &Path) -> Option<Component> {
@@ -61,13 +72,24 @@ impl PluginRuntime {
             tracing::warn!(path = %path.display(), "precompiled plugin does not match its digest; recompiling");
             return None;
         }
-        match self.deserialize_own(&artifact) {
+        drop(artifact);
+        match self.map_own(path) {
             Ok(component) => Some(component),
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "precompiled plugin rejected; recompiling");
                 None
             }
         }
+    }
+
+    #[allow(unsafe_code)]
+    fn map_own(&self, path: &Path) -> wasmtime::Result<Component> {
+        // SAFETY: as for `deserialize_own`: a file this host wrote into its private cache
+        // directory (0700, owned by this user: `crate::cache`), whose digest was checked just
+        // before. The file is mapped, so it must not change while mapped: this host never
+        // rewrites an artifact in place (a new one is renamed over it, leaving the mapping on
+        // the old inode).
+        unsafe { Component::deserialize_file(self.engine(), path) }
     }
 
     #[allow(unsafe_code)]
@@ -78,6 +100,26 @@ impl PluginRuntime {
         // recorded beside it; wasmtime itself also checks the engine settings it was built with.
         unsafe { Component::deserialize(self.engine(), artifact) }
     }
+}
+
+/// An exclusive lock on `<artifact>.lock` (created in the private cache directory), held until
+/// the file is dropped; `None` (no lock, compile anyway) if it cannot be had.
+fn lock_artifact(dir: &Path, artifact: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(artifact.with_extension("cwasm.lock"))
+        .ok()?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).ok()?;
+    Some(file)
 }
 
 /// Writes the artifact under a unique temporary name, flushes it, and renames it into place, then

@@ -102,27 +102,28 @@ pub fn check(workspace: &Path, crate_dirs: &[PathBuf]) -> anyhow::Result<Report>
     Ok(report)
 }
 
-/// Every crate folder of the workspace (a folder with a `Cargo.toml` and a `src/`), outside
-/// `target/` and hidden folders.
+/// Every crate folder of the workspace (`cargo metadata`'s members: not the plugin project
+/// templates in `kit/`, which are no members).
 pub fn workspace_crates(workspace: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut crates = Vec::new();
-    let mut pending = vec![(workspace.to_owned(), 0)];
-    while let Some((dir, depth)) = pending.pop() {
-        if dir.join("Cargo.toml").is_file() && dir.join("src").is_dir() {
-            crates.push(dir.clone());
-        }
-        if depth == 3 {
-            continue;
-        }
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("read {}", dir.display()))? {
-            let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() && !name.starts_with('.') && !matches!(name, "target" | "node_modules")
-            {
-                pending.push((path, depth + 1));
-            }
-        }
-    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(workspace)
+        .output()
+        .context("run cargo metadata")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let mut crates: Vec<PathBuf> = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["manifest_path"].as_str())
+        .filter_map(|manifest| Path::new(manifest).parent().map(Path::to_owned))
+        .collect();
     crates.sort();
     Ok(crates)
 }

@@ -1,9 +1,10 @@
 //! The project's chores.
 //!
 //! - `cargo xtask plugins [--out DIR]` builds every guest component of the workspace — the
-//!   retrieval plugins in `plugins/` and the trusted fixtures in `fixtures/` — for `wasm32-wasip2`
-//!   and copies each to `DIR/NAME.wasm` (default `target/plugins/`), the stable path operators,
-//!   `turnstile drive`, the benchmarks and the docs use.
+//!   retrieval plugins in `plugins/` (Rust, Python, JavaScript) and the trusted fixtures in
+//!   `fixtures/` — and copies each to `DIR/NAME.wasm` (default `target/plugins/`), the stable path
+//!   operators, `turnstile drive`, the benchmarks and the docs use. Python and JavaScript need the
+//!   pinned toolchains: `plugins/toolchains/install.sh`.
 //! - `cargo xtask layout` checks the house rules the compiler does not: no import circle between
 //!   files, no file over 600 lines before its unit tests, signposts (`lib.rs`, `mod.rs`) that only
 //!   declare and re-export ([`layout`]).
@@ -68,6 +69,18 @@ fn plugins(out: Option<PathBuf>) -> anyhow::Result<()> {
     let names: Vec<&str> = guests.iter().map(String::as_str).collect();
     let built =
         turnstile_guest_build::build(&cargo, &workspace, &names, &target_dir.join("guests"))?;
+    // The guests in other languages, by their pinned toolchains.
+    let mut built = built;
+    for guest in turnstile_guest_build::LANGUAGE_GUESTS {
+        built.push(
+            turnstile_guest_build::build_language(
+                &workspace,
+                guest,
+                &target_dir.join("guests/lang"),
+            )
+            .with_context(|| format!("building {}", guest.name))?,
+        );
+    }
     let out = out.unwrap_or_else(|| target_dir.join("plugins"));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     for guest in built {

@@ -24,15 +24,38 @@ impl log::Host for HostState {
     }
 }
 
+/// What one call wrote, as [`flush_output`] reports it.
+pub(crate) struct Flushed {
+    /// Bytes of stdout and stderr dropped past the bounds.
+    pub(crate) dropped_bytes: u64,
+    /// `log.write` messages dropped past the bounds.
+    pub(crate) dropped_messages: u32,
+    /// The end of what the call wrote to stderr (escaped, at most [`STDERR_TAIL`] bytes): where a
+    /// language runtime prints the exception that made it trap.
+    pub(crate) stderr_tail: Option<String>,
+}
+
+/// Longest end of a call's stderr kept to explain a trap, in bytes.
+pub const STDERR_TAIL: usize = 2048;
+
 /// Puts what the call wrote to stdout and stderr into the log (escaped: one line per
-/// stream), and says what was cut past the bounds. Returns the bytes and messages dropped.
-pub(crate) fn flush_output(state: &mut HostState, plugin: &str, request_id: u64) -> (u64, u32) {
+/// stream), and says what was cut past the bounds.
+pub(crate) fn flush_output(state: &mut HostState, plugin: &str, request_id: u64) -> Flushed {
     let mut dropped_bytes = 0;
+    let mut stderr_tail = None;
     for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
         let (kept, dropped) = pipe.take();
         if !kept.is_empty() {
             let text = String::from_utf8_lossy(&kept);
-            let text = sanitize(text.trim_end(), MAX_CAPTURED_OUTPUT);
+            let trimmed = text.trim_end();
+            if stream == "stderr" {
+                let mut start = trimmed.len().saturating_sub(STDERR_TAIL);
+                while !trimmed.is_char_boundary(start) {
+                    start += 1;
+                }
+                stderr_tail = Some(sanitize(&trimmed[start..], STDERR_TAIL));
+            }
+            let text = sanitize(trimmed, MAX_CAPTURED_OUTPUT);
             tracing::info!(plugin, request_id, stream, "{text}");
         }
         if dropped > 0 {
@@ -56,5 +79,9 @@ pub(crate) fn flush_output(state: &mut HostState, plugin: &str, request_id: u64)
             "plugin log cut at {MAX_LOG_CALLS} messages / {MAX_LOG_BYTES} bytes per call"
         );
     }
-    (dropped_bytes, budget.dropped_calls)
+    Flushed {
+        dropped_bytes,
+        dropped_messages: budget.dropped_calls,
+        stderr_tail,
+    }
 }

@@ -12,5 +12,6 @@ mod state;
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};
 pub use limits::{MAX_INSTANCES, MAX_MEMORIES, MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES};
+pub use log::STDERR_TAIL;
 pub(crate) use log::flush_output;
 pub(crate) use state::{HostState, limiter};

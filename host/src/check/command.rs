@@ -54,6 +54,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
         config,
         args.memory_limit_mib as usize * 1024 * 1024,
         &cache.index_dir(),
+        cache.plugins_dir(),
         std::time::Duration::from_millis(args.call_deadline_ms),
         Subset::Full,
     )?;

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use wasmtime::component::Component;
 
 use super::probes;
 use crate::{
@@ -54,6 +53,8 @@ pub struct Report {
     pub passed: usize,
     /// How many failed.
     pub failed: usize,
+    /// Every import of the component, with what it is granted (`null`: refused).
+    pub imports: Vec<contract::Grant>,
 }
 
 impl Report {
@@ -70,6 +71,16 @@ impl Report {
                 c.ms
             ));
         }
+        if !self.imports.is_empty() {
+            out.push_str("imports, and what each is granted:\n");
+            for grant in &self.imports {
+                out.push_str(&format!(
+                    "  {:<44} {}\n",
+                    grant.import,
+                    grant.granted.unwrap_or("REFUSED: no plugin gets it")
+                ));
+            }
+        }
         out.push_str(&format!("{} passed, {} failed\n", self.passed, self.failed));
         out
     }
@@ -77,6 +88,7 @@ impl Report {
 
 struct Suite {
     checks: Vec<Check>,
+    imports: Vec<contract::Grant>,
     /// Stop at the first failure (a swap's smoke checks: one failure refuses the candidate, and
     /// a hung candidate should cost one call deadline, not one per check).
     fail_fast: bool,
@@ -123,6 +135,7 @@ pub fn run_suite(
     config: PluginConfig,
     memory_limit: usize,
     index_dir: &Path,
+    precompiled: Option<std::path::PathBuf>,
     call_deadline: Duration,
     subset: Subset,
 ) -> anyhow::Result<Report> {
@@ -135,13 +148,14 @@ pub fn run_suite(
     let runtime = PluginRuntime::new(RuntimeOptions {
         memory_limit,
         max_instances: 4,
-        cache_dir: None,
+        cache_dir: precompiled,
         pooling: false,
         call_deadline: Some(call_deadline),
         observer: None,
     })?;
     let mut suite = Suite {
         checks: Vec::new(),
+        imports: Vec::new(),
         fail_fast: false,
     };
     // Behaviour is only checked on a component that fits the contract.
@@ -159,6 +173,7 @@ fn report(path: &Path, sha256: String, suite: Suite) -> Report {
         failed: suite.checks.len() - passed,
         passed,
         checks: suite.checks,
+        imports: suite.imports,
     }
 }
 
@@ -167,6 +182,7 @@ fn report(path: &Path, sha256: String, suite: Suite) -> Report {
 pub fn smoke(plugin: &Arc<Plugin>) -> Vec<Check> {
     let mut suite = Suite {
         checks: Vec::new(),
+        imports: Vec::new(),
         fail_fast: true,
     };
     check_behaviour(plugin, Subset::Smoke, &mut suite);
@@ -183,7 +199,8 @@ fn check_contract(
 ) -> Option<Plugin> {
     let name = path.display().to_string();
     let started = Instant::now();
-    let component = Component::new(runtime.engine(), bytes);
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    let component = runtime.compile(&name, bytes, &sha256);
     suite.record(
         "contract.component",
         "a WebAssembly component",
@@ -227,16 +244,34 @@ fn check_contract(
         },
     );
     let started = Instant::now();
+    suite.imports = contract::grants(&component, runtime.engine());
+    let nothing = suite
+        .imports
+        .iter()
+        .filter(|g| g.granted.is_some_and(|g| g.starts_with("nothing")))
+        .count();
     suite.record(
         "contract.imports",
-        "only the contract's interfaces and WASI std basics (no files, sockets)",
+        "only the contract's interfaces and WASI 0.2 (which grants no files, network or environment)",
         started,
         contract::check(&name, &component, runtime.engine())
-            .map(|()| format!("{} imports, all allowed", imports.len()))
+            .map(|()| {
+                format!(
+                    "{} imports, all allowed ({nothing} of them linked granting nothing)",
+                    imports.len()
+                )
+            })
             .map_err(|e| e.to_string()),
     );
     let started = Instant::now();
-    let plugin = Plugin::load(runtime, &PluginSource::File(path.to_owned()), config, pool);
+    let plugin = Plugin::link(
+        runtime,
+        PluginSource::File(path.to_owned()).name(),
+        sha256,
+        &component,
+        config,
+        pool,
+    );
     suite.record(
         "contract.world",
         "exports retrieve(question, limit) of world retrieval-plugin, types match",
@@ -252,16 +287,22 @@ fn check_contract(
 fn describe(result: &Result<Vec<Source>, PluginError>) -> String {
     match result {
         Ok(s) => format!("{} sources", s.len()),
-        // A trap's message says what trapped on its first line; a backtrace follows.
-        Err(e @ PluginError::Trap(_)) => format!(
-            "trapped: {}",
-            e.trap_cause()
-                .unwrap_or_default()
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-        ),
+        // A trap's message says what trapped on its first line; a backtrace follows. What the
+        // plugin wrote to stderr before it (a language runtime's traceback) is shown too.
+        Err(e @ PluginError::Trap(trap)) => {
+            let cause = e.trap_cause().unwrap_or_default();
+            let cause = cause.lines().next().unwrap_or("").trim().to_owned();
+            match trap
+                .to_string()
+                .strip_prefix("the plugin wrote to stderr: ")
+            {
+                Some(stderr) => format!(
+                    "trapped: {cause}; the plugin wrote to stderr: {}",
+                    crate::sanitize(stderr, 600)
+                ),
+                None => format!("trapped: {cause}"),
+            }
+        }
         Err(e) => {
             let mut text = e.to_string();
             text.truncate(200);

@@ -1,35 +1,15 @@
 //! The imports a plugin may have: the contract's own interfaces at a supported version, and the
-//! WASI interfaces a guest's standard library links (each granting nothing). Checked at load, before
-//! a plugin can serve, so a component that asks for sockets, say, is refused with the import named
-//! rather than linked against a denying stub; and it must export `retrieve`.
+//! WASI 0.2 interfaces a language runtime links ([`super::wasi`]: each granting nothing a plugin
+//! could read or reach). Checked at load, before a plugin can serve, so a component that asks for
+//! what no plugin gets (`wasi:http`, a WASI version other than 0.2) is refused with every such
+//! import named; and it must export `retrieve`.
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::versions::{CONTRACT_INTERFACES, CONTRACT_PACKAGE, SUPPORTED_VERSIONS};
+use super::wasi::wasi_grant;
 use crate::error::{Incompatibility, PluginError};
-
-/// Interfaces (without version) a plugin may import besides the contract's own.
-const ALLOWED_WASI: &[&str] = &[
-    "wasi:cli/environment",
-    "wasi:cli/exit",
-    "wasi:cli/stdin",
-    "wasi:cli/stdout",
-    "wasi:cli/stderr",
-    "wasi:cli/terminal-input",
-    "wasi:cli/terminal-output",
-    "wasi:cli/terminal-stdin",
-    "wasi:cli/terminal-stdout",
-    "wasi:cli/terminal-stderr",
-    "wasi:io/error",
-    "wasi:io/poll",
-    "wasi:io/streams",
-    "wasi:clocks/monotonic-clock",
-    "wasi:clocks/wall-clock",
-    "wasi:random/random",
-    "wasi:random/insecure",
-    "wasi:random/insecure-seed",
-];
 
 /// Every import of `component`, e.g. `wasi:io/streams@0.2.6`.
 pub fn imports(component: &Component, engine: &Engine) -> Vec<String> {
@@ -49,26 +29,76 @@ pub fn exports(component: &Component, engine: &Engine) -> Vec<String> {
         .collect()
 }
 
-/// Refuses imports outside the contract and contract versions this host does not support.
+/// What one import of a plugin is granted, or why it is refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Grant {
+    /// The import, e.g. `wasi:filesystem/types@0.2.9`.
+    pub import: String,
+    /// What the plugin gets through it (`nothing: …` for a WASI interface linked empty), or
+    /// `None` when it is refused.
+    pub granted: Option<&'static str>,
+}
+
+/// Every import of `component`, each with what it is granted (see [`super::wasi`] and the
+/// contract's own interfaces).
+pub fn grants(component: &Component, engine: &Engine) -> Vec<Grant> {
+    imports(component, engine)
+        .into_iter()
+        .map(|import| {
+            let (interface, version) = import.split_once('@').unwrap_or((&import, ""));
+            let granted = match interface.strip_prefix(CONTRACT_PACKAGE) {
+                Some(rest) if SUPPORTED_VERSIONS.contains(&version) => {
+                    contract_grant(rest.trim_start_matches('/'))
+                }
+                Some(_) => None,
+                None => wasi_grant(interface, version),
+            };
+            Grant { import, granted }
+        })
+        .collect()
+}
+
+/// What each of the contract's interfaces gives.
+fn contract_grant(interface: &str) -> Option<&'static str> {
+    debug_assert!(CONTRACT_INTERFACES.len() == 4);
+    Some(match interface {
+        "corpus" => "read-only sessions over the corpus (4 at once per call)",
+        "embeddings" => "the host's embedding model",
+        "config" => "the operator's settings for this plugin, read-only",
+        "log" => "the server log (64 messages, 16 KiB per call, escaped)",
+        _ => return None,
+    })
+}
+
+/// Refuses a component that imports what no plugin is granted (naming every such import), that
+/// is built against a contract version this host does not serve, or that exports no `retrieve`.
 pub fn check(name: &str, component: &Component, engine: &Engine) -> Result<(), PluginError> {
     let refuse = |reason: Incompatibility| PluginError::Incompatible {
         name: name.to_owned(),
         reason,
     };
-    for import in imports(component, engine) {
-        let (interface, version) = import.split_once('@').unwrap_or((&import, ""));
+    let refused: Vec<Grant> = grants(component, engine)
+        .into_iter()
+        .filter(|g| g.granted.is_none())
+        .collect();
+    // A contract import at an unsupported version says more than "refused".
+    for grant in &refused {
+        let (interface, version) = grant.import.split_once('@').unwrap_or((&grant.import, ""));
         if let Some(rest) = interface.strip_prefix(CONTRACT_PACKAGE) {
             if !SUPPORTED_VERSIONS.contains(&version) {
                 return Err(refuse(Incompatibility::UnsupportedVersion {
                     version: version.to_owned(),
                 }));
             }
-            if !CONTRACT_INTERFACES.contains(&rest.trim_start_matches('/')) {
-                return Err(refuse(Incompatibility::UndefinedInterface(import)));
-            }
-        } else if !ALLOWED_WASI.contains(&interface) {
-            return Err(refuse(Incompatibility::ForbiddenImport(import)));
+            return Err(refuse(Incompatibility::UndefinedInterface(format!(
+                "{CONTRACT_PACKAGE}{rest}"
+            ))));
         }
+    }
+    if !refused.is_empty() {
+        return Err(refuse(Incompatibility::ForbiddenImports(
+            refused.into_iter().map(|g| g.import).collect(),
+        )));
     }
     if !exports(component, engine).iter().any(|e| e == "retrieve") {
         return Err(refuse(Incompatibility::NoRetrieveExport));
@@ -91,6 +121,7 @@ mod tests {
         }
         for path in [
             turnstile_fixtures::DELAY,
+            turnstile_fixtures::ESCAPE,
             turnstile_fixtures::FAULT,
             turnstile_fixtures::HOSTILE,
             turnstile_fixtures::HOSTCALLS,
@@ -127,13 +158,54 @@ mod tests {
     }
 
     #[test]
-    fn filesystem_and_socket_imports_are_refused_by_name() {
+    fn imports_outside_wasi_0_2_and_the_contract_are_refused_all_by_name() {
         let engine = Engine::default();
-        let component = Component::from_file(&engine, turnstile_fixtures::ESCAPE).unwrap();
-        let error = check("escape", &component, &engine)
+        let component = Component::from_file(&engine, turnstile_fixtures::OUTSIDE).unwrap();
+        let error = check("outside", &component, &engine)
             .unwrap_err()
             .to_string();
-        assert!(error.contains("it imports `wasi:"), "{error}");
-        assert!(error.contains("outside the plugin contract"), "{error}");
+        for import in [
+            "`wasi:http/outgoing-handler@0.2.0`",
+            "`wasi:io/streams@0.3.0`",
+            "`example:secrets/vault@1.0.0`",
+        ] {
+            assert!(error.contains(import), "{import}: {error}");
+        }
+        assert!(
+            error.contains("outside the plugin contract and WASI 0.2"),
+            "{error}"
+        );
+        let refused: Vec<String> = grants(&component, &engine)
+            .into_iter()
+            .filter(|g| g.granted.is_none())
+            .map(|g| g.import)
+            .collect();
+        assert_eq!(refused.len(), 3, "{refused:?}");
+    }
+
+    /// A Rust guest that reaches for files and sockets imports WASI's filesystem and sockets: it
+    /// links (every such import granted nothing), and each import says what it gets.
+    #[test]
+    fn filesystem_and_socket_imports_are_linked_granting_nothing() {
+        let engine = Engine::default();
+        let component = Component::from_file(&engine, turnstile_fixtures::ESCAPE).unwrap();
+        check("escape", &component, &engine).unwrap();
+        let grants = grants(&component, &engine);
+        let of = |prefix: &str| -> Vec<&Grant> {
+            grants
+                .iter()
+                .filter(|g| g.import.starts_with(prefix))
+                .collect()
+        };
+        assert!(!of("wasi:filesystem/").is_empty() && !of("wasi:sockets/").is_empty());
+        for grant in of("wasi:filesystem/")
+            .into_iter()
+            .chain(of("wasi:sockets/"))
+        {
+            assert!(
+                grant.granted.is_some_and(|g| g.starts_with("nothing")),
+                "{grant:?}"
+            );
+        }
     }
 }

@@ -1,9 +1,11 @@
 //! What a plugin may import and must export: the `retrieval-plugin` world of a supported version,
-//! plus the WASI interfaces a guest's standard library links — each of which grants nothing here
-//! (see `crate::capabilities`).
+//! plus the WASI 0.2 interfaces a guest's runtime links — each granting nothing a plugin could
+//! read or reach ([`wasi`]; the context itself is in `crate::capabilities`).
 
 mod imports;
 mod versions;
+mod wasi;
 
-pub use imports::{check, exports, imports};
+pub use imports::{Grant, check, exports, grants, imports};
 pub use versions::{CONTRACT_INTERFACES, CONTRACT_PACKAGE, SUPPORTED_VERSIONS};
+pub use wasi::{WASI_GRANTS, WASI_VERSION, wasi_grant};

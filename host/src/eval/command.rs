@@ -60,12 +60,12 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
 }
 
 /// The runtime plugins are evaluated on: one instance at a time, the serving defaults (64 MiB,
-/// no call deadline), compiled here rather than from a cache.
-pub fn runtime() -> Result<PluginRuntime, crate::PluginError> {
+/// no call deadline), with the precompiled cache in `precompiled` (`None`: compiled every time).
+pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, crate::PluginError> {
     PluginRuntime::new(RuntimeOptions {
         memory_limit: 64 * 1024 * 1024,
         max_instances: 1,
-        cache_dir: None,
+        cache_dir: precompiled,
         pooling: false,
         call_deadline: None,
         observer: None,
@@ -80,7 +80,7 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let cache = crate::cache::Cache::open(args.cache_dir.as_deref())?;
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
-    let runtime = runtime()?;
+    let runtime = runtime(cache.plugins_dir())?;
     let mut plugins = vec![match &args.plugin {
         Some(path) => PluginSource::File(path.clone()),
         None => PluginSource::Embedded,

@@ -1,0 +1,130 @@
+//! The WASI policy: what a plugin may import of WASI, and what each import is granted.
+//!
+//! A language runtime links WASI interfaces its plugin never uses: CPython (componentize-py)
+//! imports the filesystem and sockets, StarlingMonkey (componentize-js) the filesystem for its
+//! stdio. Refusing such a component for the import alone would leave every plugin but a Rust
+//! one unusable; granting what they name would break the sandbox. So every interface of WASI 0.2
+//! that the host links is linked — and grants nothing a plugin could read or reach: no preopened
+//! directory, an empty environment and no arguments, networking switched off, stdin empty,
+//! stdout and stderr captured into the server log (bounded). Anything else — another WASI
+//! package (`wasi:http`, …), a WASI version other than 0.2, an interface of another package — is
+//! refused at load, naming every such import.
+
+/// The WASI major.minor version the host links (any 0.2.x: later patch versions only add).
+pub const WASI_VERSION: &str = "0.2";
+
+/// Every WASI interface (without version) a plugin may import, and what it is granted.
+pub const WASI_GRANTS: &[(&str, &str)] = &[
+    (
+        "wasi:cli/environment",
+        "nothing: no variables, no arguments, no working directory",
+    ),
+    ("wasi:cli/exit", "exit ends the call as a trap"),
+    ("wasi:cli/stdin", "nothing: an empty stream"),
+    (
+        "wasi:cli/stdout",
+        "a stream into the server log (16 KiB per call, escaped)",
+    ),
+    (
+        "wasi:cli/stderr",
+        "a stream into the server log (16 KiB per call, escaped)",
+    ),
+    ("wasi:cli/terminal-input", "nothing: no terminal"),
+    ("wasi:cli/terminal-output", "nothing: no terminal"),
+    ("wasi:cli/terminal-stdin", "nothing: stdin is no terminal"),
+    ("wasi:cli/terminal-stdout", "nothing: stdout is no terminal"),
+    ("wasi:cli/terminal-stderr", "nothing: stderr is no terminal"),
+    ("wasi:io/error", "the errors of the streams above"),
+    ("wasi:io/poll", "waiting on the streams and clocks above"),
+    ("wasi:io/streams", "the streams above"),
+    ("wasi:clocks/monotonic-clock", "the host's monotonic clock"),
+    ("wasi:clocks/wall-clock", "the host's wall clock"),
+    ("wasi:random/random", "random bytes"),
+    ("wasi:random/insecure", "random bytes"),
+    ("wasi:random/insecure-seed", "a random seed"),
+    ("wasi:filesystem/types", "nothing: no directory is opened"),
+    (
+        "wasi:filesystem/preopens",
+        "nothing: an empty list of directories",
+    ),
+    (
+        "wasi:sockets/network",
+        "nothing: networking is switched off",
+    ),
+    (
+        "wasi:sockets/instance-network",
+        "nothing: networking is switched off",
+    ),
+    ("wasi:sockets/tcp", "nothing: every TCP socket call fails"),
+    (
+        "wasi:sockets/tcp-create-socket",
+        "nothing: every TCP socket call fails",
+    ),
+    ("wasi:sockets/udp", "nothing: every UDP socket call fails"),
+    (
+        "wasi:sockets/udp-create-socket",
+        "nothing: every UDP socket call fails",
+    ),
+    (
+        "wasi:sockets/ip-name-lookup",
+        "nothing: every name lookup fails",
+    ),
+];
+
+/// What the WASI interface `interface` at `version` is granted, or `None` when the host refuses
+/// it (not an interface of WASI 0.2 that the host links).
+pub fn wasi_grant(interface: &str, version: &str) -> Option<&'static str> {
+    let minor = version.rsplit_once('.').map_or(version, |(minor, _)| minor);
+    if minor != WASI_VERSION {
+        return None;
+    }
+    WASI_GRANTS
+        .iter()
+        .find(|(name, _)| *name == interface)
+        .map(|(_, grant)| *grant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_wasi_0_2_interfaces_the_host_links_are_granted() {
+        assert!(
+            wasi_grant("wasi:filesystem/types", "0.2.9").is_some_and(|g| g.starts_with("nothing"))
+        );
+        assert!(wasi_grant("wasi:sockets/tcp", "0.2.12").is_some_and(|g| g.starts_with("nothing")));
+        assert!(wasi_grant("wasi:io/streams", "0.2.0").is_some());
+        assert_eq!(wasi_grant("wasi:io/streams", "0.3.0"), None);
+        assert_eq!(wasi_grant("wasi:io/streams", "0.1.0"), None);
+        assert_eq!(wasi_grant("wasi:io/streams", ""), None);
+        assert_eq!(wasi_grant("wasi:http/outgoing-handler", "0.2.0"), None);
+        assert_eq!(wasi_grant("wasi:keyvalue/store", "0.2.0"), None);
+    }
+
+    /// Every interface the policy grants is one the linker provides: a plugin importing it links.
+    #[test]
+    fn every_granted_interface_is_linked() {
+        let engine = wasmtime::Engine::default();
+        let mut linker =
+            wasmtime::component::Linker::<crate::capabilities::HostState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
+        // The linker names instances with their version; a component type listing every granted
+        // interface as an (empty) instance import must link.
+        // An older and a newer patch version than the host's own: both resolve by semver.
+        for version in ["0.2.0", "0.2.12"] {
+            let mut wat = String::from("(component\n");
+            for (i, (name, _)) in WASI_GRANTS.iter().enumerate() {
+                wat.push_str(&format!(
+                    "  (import \"{name}@{version}\" (instance $i{i}))\n"
+                ));
+            }
+            wat.push(')');
+            let bytes = wat::parse_str(&wat).unwrap();
+            let component = wasmtime::component::Component::new(&engine, bytes).unwrap();
+            linker
+                .instantiate_pre(&component)
+                .unwrap_or_else(|e| panic!("WASI {version}: {e:#}"));
+        }
+    }
+}

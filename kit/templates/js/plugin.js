@@ -1,0 +1,173 @@
+// {{name}}: a lexical retrieval plugin for turnstile (world `retrieval-plugin` of
+// `turnstile:retrieval@0.1.2`, in `wit/`), built with componentize-js.
+//
+// For each question it builds a safe FTS5 expression from the question's words, lets the host
+// rank a pool of candidates by bm25 (`session.rank`), keeps the best `limit`, and asks a snippet
+// for each hit it keeps (`session.snippet`). Make it yours in `score` (re-rank the pool) and
+// `terms` (what is searched for).
+//
+// This module runs inside the component (StarlingMonkey, a SpiderMonkey build), not in Node: there
+// is no `process`, `fs` or `require`, and no Intl/ICU (a `\p{...}` regular expression fails the
+// build). Relative `import`s of other modules of the project work. The WIT interfaces are imported
+// by name; componentize-js generates them from `wit/` at build time. How it maps WIT values:
+// `option` is a value or `undefined`, `u64` a BigInt, a `result` error of an import is thrown as an
+// Error whose own `payload` is the WIT value (`{ tag: 'bad-expression', val: '...' }`).
+
+import { Session } from 'turnstile:retrieval/corpus@0.1.2';
+import { write as log } from 'turnstile:retrieval/log@0.1.2';
+
+// Candidates ranked per question, whatever `limit` is (the host asks for 1..=20). Ranking costs
+// about the same for 50 as for 5 (SQLite scores every matching document anyway), and a wider pool
+// leaves room for `score` to promote a hit bm25 placed lower.
+const POOL = 50;
+// At most this many terms: a longer OR-expression only adds noise and cost.
+const MAX_TERMS = 32;
+// Terms are cut to this many characters (a run of 500 letters with no separator, as in Japanese
+// text, is one "word"). With MAX_TERMS this keeps the expression well within the host's bound.
+const MAX_TERM_CHARS = 48;
+// English function words that carry no retrieval signal in a question.
+const STOP_WORDS = new Set(
+  ('a an and are as at be by can do does for from how i in is it me my of on or the this to use ' +
+    'what when which with you').split(' '),
+);
+// Code points beyond ASCII that separate words: Latin-1 punctuation and symbols, × and ÷, general
+// punctuation to arrows and dingbats, CJK punctuation, variation selectors and small/fullwidth
+// punctuation, emoji. A stand-in for `\p{L}\p{N}`, which this engine lacks; FTS5's tokenizer
+// has the last word on what a term's characters are (a term of no letter, e.g. "🙂", matches
+// nothing).
+const SEPARATORS = [
+  [0x80, 0xbf], [0xd7, 0xd7], [0xf7, 0xf7], [0x2000, 0x2bff], [0x2e00, 0x2e7f], [0x3000, 0x303f],
+  [0xfe00, 0xfe6f], [0xff00, 0xff0f], [0xff1a, 0xff20], [0xff3b, 0xff40], [0xff5b, 0xff65],
+  [0x1f000, 0x1faff],
+];
+const ASCII_WORD = /[0-9A-Za-z]/;
+const SPACE = /\s/u;
+
+/**
+ * The export's error. componentize-js returns the thrown value's own `payload` as the `err` of
+ * `retrieve`'s result (`{ tag: 'corpus' | 'config' | 'internal', val: message }`).
+ */
+class RetrieveError extends Error {
+  constructor(tag, message) {
+    super(message);
+    this.name = 'RetrieveError';
+    this.payload = { tag, val: message };
+  }
+}
+
+/** The component's export: at most `limit` sources for `question`, best first. */
+export function retrieve(question, limit) {
+  // Anything else thrown out of `retrieve` (a TypeError, an import's error) is not an error
+  // result: its lowering fails and the component traps, and the host sees no message. So every
+  // failure becomes a `retrieve-error` here, whatever it is.
+  try {
+    return search(question, limit);
+  } catch (error) {
+    if (error instanceof RetrieveError) throw error;
+    if (error !== null && typeof error === 'object' && Object.hasOwn(error, 'payload')) {
+      // An import's error, e.g. { tag: 'bad-expression', val: "fts5: syntax error near ..." }.
+      const { tag, val } = error.payload;
+      throw new RetrieveError('corpus', val === undefined ? tag : `${tag}: ${val}`);
+    }
+    throw new RetrieveError('internal', describe(error));
+  }
+}
+
+/** The best `limit` sources for `question`, best first. A corpus error is thrown. */
+function search(question, limit) {
+  const queryTerms = terms(question);
+  const expression = ftsExpression(queryTerms);
+  if (expression === null) {
+    log('debug', 'the question has no searchable terms');
+    return [];
+  }
+  // The session is the plugin's read-only handle on the corpus.
+  const session = Session.open();
+  try {
+    const pool = session
+      .rank(expression, POOL)
+      .map((hit) => ({ hit, score: score(hit, queryTerms) }))
+      // The host refuses a source whose score is not finite.
+      .filter(({ score }) => Number.isFinite(score))
+      // Best first; ties by id, so the same question always gets the same answer.
+      .sort((a, b) => b.score - a.score || byId(a.hit, b.hit));
+    // A snippet re-reads its document, so only the hits kept get one.
+    return pool.slice(0, limit).map(({ hit, score }) => ({
+      id: hit.id,
+      title: hit.title,
+      snippet: session.snippet(expression, hit.doc) ?? '',
+      score,
+    }));
+  } finally {
+    // Release the host's connection now rather than at some later garbage collection. (The
+    // bindings use `Symbol.for('dispose')` where the engine has no `Symbol.dispose`.)
+    session[Symbol.dispose ?? Symbol.for('dispose')]();
+  }
+}
+
+/** Orders hits by id (code unit order: ids are ASCII). */
+function byId(a, b) {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/**
+ * How relevant `hit` is: higher is better. bm25's rank is lower-is-better, so negate it. This is
+ * the place to re-rank the pool (e.g. favour a hit whose id names a term).
+ */
+function score(hit, queryTerms) {
+  return -hit.rank;
+}
+
+/** Whether `ch` (one code point) is part of a word: a letter or digit, roughly (see SEPARATORS). */
+function isWordChar(ch) {
+  const cp = ch.codePointAt(0);
+  if (cp < 0x80) return ASCII_WORD.test(ch);
+  return !SPACE.test(ch) && !SEPARATORS.some(([lo, hi]) => cp >= lo && cp <= hi);
+}
+
+/**
+ * The question's words (runs of letters and digits), lowercased, deduplicated in order, stop words
+ * dropped (unless nothing else is left), bounded.
+ */
+function terms(question) {
+  const words = [];
+  let word = '';
+  // `for...of` walks code points, not UTF-16 units: an emoji is one character, not two halves.
+  for (const ch of `${question} `) {
+    if (isWordChar(ch)) {
+      word += ch;
+    } else if (word) {
+      words.push(Array.from(word.toLowerCase()).slice(0, MAX_TERM_CHARS).join(''));
+      word = '';
+    }
+  }
+  const all = [...new Set(words)];
+  const content = all.filter((w) => !STOP_WORDS.has(w));
+  return (content.length > 0 ? content : all).slice(0, MAX_TERMS);
+}
+
+/**
+ * The terms as an FTS5 expression: each a quoted string, joined by ` OR `, or null without a term.
+ * Quoting makes anything the user typed inert (`AND`, `NEAR`, `*`, `:`, `"`): the question is
+ * untrusted text, and the host would answer FTS5 syntax errors with `bad-expression`.
+ */
+function ftsExpression(queryTerms) {
+  if (queryTerms.length === 0) return null;
+  // `""` is FTS5's escape for a quote inside a string (terms hold none, but stay safe).
+  return queryTerms.map((t) => `"${t.replaceAll('"', '""')}"`).join(' OR ');
+}
+
+/** A thrown value as a message: its name, message and stack (`function@file:line:column`). */
+function describe(error) {
+  if (error instanceof Error) {
+    // Innermost frame first; a runaway recursion is cut to its last 16 calls.
+    const frames = (error.stack ?? '').trimEnd().split('\n');
+    if (frames.length > 16) frames.splice(16, Infinity, `... ${frames.length - 16} more frames`);
+    return `${error.name}: ${error.message}\n${frames.join('\n')}`;
+  }
+  try {
+    return `thrown: ${String(error)}`;
+  } catch {
+    return 'thrown: a value that cannot be shown';
+  }
+}

@@ -1,0 +1,127 @@
+//! The kit for plugin authors: `turnstile new plugin --lang rust|python|js DIR` writes a project
+//! that builds with its own pinned command, passes `turnstile check` (its `check.sh`, which runs
+//! `eval` on the questions it ships too), serves, and is hot-swapped to.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{TestServer, cache_dir};
+
+const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+/// Runs `program args` in `dir` with `envs`, failing the test with its output if it fails.
+fn run(dir: &Path, program: &str, args: &[&str], envs: &[(&str, PathBuf)]) -> String {
+    let mut command = Command::new(program);
+    command.args(args).current_dir(dir);
+    // The outer cargo's settings are for this workspace, not for the author's project.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_TARGET",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(envs.iter().map(|(k, v)| (k, v.as_os_str())));
+    let output = command.output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{program} {args:?} in {}:\n{text}",
+        dir.display()
+    );
+    text
+}
+
+/// Scaffolds, builds and checks a project in each language (offline: the toolchains are the
+/// workspace's, installed by `tests/setup.sh`; the Rust one's crates are in cargo's cache), then
+/// serves the embedded plugin and swaps to each project's plugin in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_template_builds_checks_serves_and_is_swapped_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let toolchains = Path::new(WORKSPACE).join("target/toolchains");
+    let envs = [
+        ("TURNSTILE", crate::support::binary().to_owned()),
+        ("COMPONENTIZE_PY", toolchains.join("py/bin/componentize-py")),
+        (
+            "COMPONENTIZE_JS",
+            toolchains.join("js/node_modules/.bin/componentize-js"),
+        ),
+        // The Rust project builds with the workspace's pinned toolchain, from cargo's cache, into
+        // a target directory kept between runs.
+        ("RUSTUP_TOOLCHAIN", "1.95.0".into()),
+        ("CARGO_NET_OFFLINE", "true".into()),
+        (
+            "CARGO_TARGET_DIR",
+            Path::new(WORKSPACE).join("target/guests/kit"),
+        ),
+    ];
+    let mut built = Vec::new();
+    for lang in ["rust", "python", "js"] {
+        let project = dir.path().join(format!("my-{lang}-plugin"));
+        let wrote = run(
+            dir.path(),
+            crate::support::binary().to_str().unwrap(),
+            &["new", "plugin", "--lang", lang, project.to_str().unwrap()],
+            &[],
+        );
+        assert!(wrote.contains("wit/retrieval.wit"), "{wrote}");
+        run(&project, "./build.sh", &[], &envs);
+        let wasm = project.join(format!("target/my-{lang}-plugin.wasm"));
+        assert!(wasm.is_file(), "{}", wasm.display());
+        let cache = cache_dir().display().to_string();
+        let checked = run(&project, "./check.sh", &["--cache-dir", &cache], &envs);
+        assert!(checked.contains(", 0 failed"), "{checked}");
+        assert!(checked.contains("recall@5"), "{checked}");
+        built.push((lang, wasm));
+    }
+    let server = TestServer::start(&[]).await;
+    for (generation, (lang, wasm)) in (2..).zip(&built) {
+        let response = server.swap_plugin(json!({"path": wasm})).await;
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "{lang}: {body}");
+        let (status, answer) = server
+            .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
+            .await;
+        assert_eq!(status, 200, "{lang}: {answer}");
+        assert_eq!(answer["plugin"]["generation"], generation, "{answer}");
+        assert_eq!(answer["plugin"]["name"], format!("my-{lang}-plugin"));
+        let ids = crate::support::ids(&answer);
+        assert!(
+            ids.iter().any(|id| id.starts_with("json")),
+            "{lang}: {ids:?}"
+        );
+    }
+    server.stop().await;
+}
+
+/// `new plugin` refuses a folder that is not empty, and a name that cannot name a plugin, and
+/// writes nothing then.
+#[test]
+fn new_plugin_overwrites_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("keep.txt"), "mine").unwrap();
+    for (target, expected) in [
+        (taken.clone(), "not empty"),
+        (dir.path().join("Bad Name"), "cannot name a plugin"),
+    ] {
+        let output = Command::new(crate::support::binary())
+            .args(["new", "plugin", "--lang", "python"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&taken).unwrap().collect();
+    assert_eq!(left.len(), 1);
+    assert!(!dir.path().join("Bad Name").exists());
+}
