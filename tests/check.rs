@@ -176,7 +176,7 @@ fn check_lists_every_import_with_what_it_is_granted() {
             "{grants:?}"
         );
     }
-    assert_eq!(granted("turnstile:retrieval/corpus").len(), 1);
+    assert_eq!(granted("turnstile:retrieval/config").len(), 1);
 }
 
 #[test]

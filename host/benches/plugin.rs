@@ -8,6 +8,9 @@
 //! - `plugin_call/lexical/pooling`: the same call of the embedded lexical plugin, beside it;
 //! - `hostcalls/calls/{0,10000}`: the `hostcalls` fixture calling `config::get` N times, from
 //!   which one host-call round trip is derived and printed;
+//! - `language_call/empty/{rust,python,javascript}`: the per-call overhead of a plugin in each
+//!   language (the `hostcalls` fixtures with `calls=0`: a fresh instance and a call that returns
+//!   nothing), pooled; one host call from each language is derived and printed;
 //! - `corpus/search`: one FTS5 search on a held `CorpusSession`, with the expression the default
 //!   plugin builds for the question above, limit 20.
 //!
@@ -167,6 +170,40 @@ fn bench_plugin(c: &mut Criterion) {
         t0,
         tn
     );
+
+    // The per-call overhead per language: a plugin that returns nothing (`hostcalls` with
+    // `calls=0`: a fresh instance of the component's memory image, the call boundary, the
+    // result checks), in Rust, Python and JavaScript; and one host call from each.
+    let mut group = c.benchmark_group("language_call");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(5));
+    let languages = [
+        ("rust", turnstile_fixtures::HOSTCALLS),
+        ("python", turnstile_fixtures::HOSTCALLS_PY),
+        ("javascript", turnstile_fixtures::HOSTCALLS_JS),
+    ];
+    let mut round_trips = Vec::new();
+    for (language, path) in languages {
+        let empty = load(&pooling, fixture(path), &[("calls", "0")], &pool);
+        group.bench_function(format!("empty/{language}"), |b| {
+            b.iter(|| black_box(empty.retrieve(QUESTION, 5, 1).expect("returns nothing")))
+        });
+        let busy = load(&pooling, fixture(path), &[("calls", "1000")], &pool);
+        let (t0, tn) = (median_call(&empty, 101), median_call(&busy, 101));
+        round_trips.push((
+            language,
+            t0,
+            (tn.as_nanos() as f64 - t0.as_nanos() as f64) / 1000.0,
+        ));
+    }
+    group.finish();
+    for (language, t0, ns) in round_trips {
+        println!(
+            "{language}: a call that returns nothing {t0:?} (median of 101), one host call {ns:.0} ns"
+        );
+    }
 
     let mut group = c.benchmark_group("corpus");
     group

@@ -102,29 +102,61 @@ mod tests {
         assert_eq!(wasi_grant("wasi:keyvalue/store", "0.2.0"), None);
     }
 
-    /// Every interface the policy grants is one the linker provides: a plugin importing it links.
+    /// Every interface the policy grants is one the linker provides: the language runtimes'
+    /// probes (CPython at WASI 0.2.9, StarlingMonkey at 0.2.12, Rust's std) import all but two
+    /// of them, and link; the two random ones are linked by a component that calls them.
     #[test]
     fn every_granted_interface_is_linked() {
-        let engine = wasmtime::Engine::default();
-        let mut linker =
-            wasmtime::component::Linker::<crate::capabilities::HostState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
-        // The linker names instances with their version; a component type listing every granted
-        // interface as an (empty) instance import must link.
-        // An older and a newer patch version than the host's own: both resolve by semver.
-        for version in ["0.2.0", "0.2.12"] {
-            let mut wat = String::from("(component\n");
-            for (i, (name, _)) in WASI_GRANTS.iter().enumerate() {
-                wat.push_str(&format!(
-                    "  (import \"{name}@{version}\" (instance $i{i}))\n"
-                ));
-            }
-            wat.push(')');
-            let bytes = wat::parse_str(&wat).unwrap();
-            let component = wasmtime::component::Component::new(&engine, bytes).unwrap();
+        // The serving runtime's own linker: WASI and the contract.
+        let runtime = crate::PluginRuntime::new(crate::RuntimeOptions {
+            memory_limit: 64 << 20,
+            max_instances: 1,
+            cache_dir: None,
+            pooling: false,
+            call_deadline: None,
+            observer: None,
+        })
+        .unwrap();
+        let (engine, linker) = (runtime.engine(), runtime.linker());
+        let mut imported = std::collections::BTreeSet::new();
+        for path in [
+            turnstile_fixtures::ESCAPE_PY,
+            turnstile_fixtures::ESCAPE_JS,
+            turnstile_fixtures::ESCAPE,
+        ] {
+            let component = wasmtime::component::Component::from_file(engine, path).unwrap();
             linker
                 .instantiate_pre(&component)
-                .unwrap_or_else(|e| panic!("WASI {version}: {e:#}"));
+                .unwrap_or_else(|e| panic!("{path}: {e:#}"));
+            for import in crate::contract::imports(&component, engine) {
+                let interface = import.split_once('@').map_or(&*import, |(i, _)| i);
+                imported.insert(interface.to_owned());
+            }
+        }
+        let random = |name: &str, export: &str| {
+            let wat = format!("(component (import \"{name}\" (instance {export})))");
+            let bytes = wat::parse_str(&wat).unwrap();
+            let component = wasmtime::component::Component::new(engine, bytes).unwrap();
+            linker.instantiate_pre(&component).map(|_| ())
+        };
+        random(
+            "wasi:random/insecure@0.2.0",
+            "(export \"get-insecure-random-u64\" (func (result u64)))",
+        )
+        .unwrap();
+        random(
+            "wasi:random/insecure-seed@0.2.12",
+            "(export \"insecure-seed\" (func (result (tuple u64 u64))))",
+        )
+        .unwrap();
+        // The same check can fail: a function the interface does not have.
+        assert!(random("wasi:random/insecure@0.2.0", "(export \"nope\" (func))").is_err());
+        for (name, _) in WASI_GRANTS {
+            let random = ["wasi:random/insecure", "wasi:random/insecure-seed"];
+            assert!(
+                imported.contains(*name) || random.contains(name),
+                "{name} is granted but no probe imports it"
+            );
         }
     }
 }
