@@ -32,6 +32,8 @@ pub struct LanguageGuest {
     pub entry: &'static str,
     /// JavaScript only: componentize-js features left out (`http`, `fetch-event`, …).
     pub disable: &'static [&'static str],
+    /// Whether the tests use it (the fixtures' build makes those; `cargo xtask plugins` all).
+    pub tested: bool,
 }
 
 /// Every guest in another language: the shipped plugins and the test fixtures. JavaScript keeps
@@ -44,6 +46,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "plugins/retrieval-py",
         entry: "app",
         disable: &[],
+        tested: true,
     },
     LanguageGuest {
         name: "retrieval-js",
@@ -51,6 +54,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "plugins/retrieval-js",
         entry: "retrieval.js",
         disable: JS_NO_HTTP,
+        tested: true,
     },
     LanguageGuest {
         name: "escape-py",
@@ -58,6 +62,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/escape-py",
         entry: "app",
         disable: &[],
+        tested: true,
     },
     LanguageGuest {
         name: "escape-js",
@@ -65,6 +70,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/escape-js",
         entry: "escape.js",
         disable: JS_NO_HTTP,
+        tested: true,
     },
     LanguageGuest {
         name: "escape-js-http",
@@ -72,6 +78,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/escape-js",
         entry: "escape.js",
         disable: &["fetch-event"],
+        tested: true,
     },
     LanguageGuest {
         name: "hostcalls-py",
@@ -79,6 +86,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/hostcalls-py",
         entry: "app",
         disable: &[],
+        tested: false,
     },
     LanguageGuest {
         name: "hostcalls-js",
@@ -86,6 +94,7 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/hostcalls-js",
         entry: "hostcalls.js",
         disable: JS_NO_HTTP,
+        tested: false,
     },
 ];
 

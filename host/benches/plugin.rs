@@ -48,6 +48,7 @@ fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
         pooling,
         call_deadline: None,
         observer: None,
+        memory_init: turnstile_host::MemoryInit::default(),
     })
     .expect("plugin runtime");
     eprintln!(
@@ -179,10 +180,21 @@ fn bench_plugin(c: &mut Criterion) {
         .sample_size(50)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(5));
+    // The Python and JavaScript fixtures come from `cargo xtask plugins` (target/plugins).
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
+    let (python, javascript) = (
+        plugins.join("hostcalls-py.wasm"),
+        plugins.join("hostcalls-js.wasm"),
+    );
+    assert!(
+        python.is_file() && javascript.is_file(),
+        "{} missing: run cargo xtask plugins",
+        python.display()
+    );
     let languages = [
         ("rust", turnstile_fixtures::HOSTCALLS),
-        ("python", turnstile_fixtures::HOSTCALLS_PY),
-        ("javascript", turnstile_fixtures::HOSTCALLS_JS),
+        ("python", python.to_str().expect("a UTF-8 path")),
+        ("javascript", javascript.to_str().expect("a UTF-8 path")),
     ];
     let mut round_trips = Vec::new();
     for (language, path) in languages {

@@ -51,7 +51,7 @@ pub use plugin_config::{
     BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
     PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
 };
-pub use runtime::{Allocator, PluginRuntime, RuntimeOptions};
+pub use runtime::{Allocator, KEEP_RESIDENT_COPY, MemoryInit, PluginRuntime, RuntimeOptions};
 pub use slot::{Generation, PluginSlot};
 pub use source::{
     MAX_PLUGIN_BYTES, PluginSource, embedded_lexical, embedded_retrieval, sha256_hex,

@@ -255,6 +255,14 @@ mod tests {
 
     /// A runtime with the default 64 MiB memory cap and no precompiled cache.
     fn runtime(max_instances: u32, pooling: bool) -> PluginRuntime {
+        runtime_with(max_instances, pooling, crate::MemoryInit::default())
+    }
+
+    fn runtime_with(
+        max_instances: u32,
+        pooling: bool,
+        memory_init: crate::MemoryInit,
+    ) -> PluginRuntime {
         PluginRuntime::new(RuntimeOptions {
             memory_limit: 64 << 20,
             max_instances,
@@ -262,6 +270,7 @@ mod tests {
             pooling,
             call_deadline: None,
             observer: None,
+            memory_init,
         })
         .unwrap()
     }
@@ -291,8 +300,14 @@ mod tests {
     /// memory image, never a previous call's data.
     #[test]
     fn a_reused_pool_slot_starts_from_a_fresh_memory_image() {
+        for memory_init in [crate::MemoryInit::Cow, crate::MemoryInit::Copy] {
+            reused_slot_starts_fresh(memory_init);
+        }
+    }
+
+    fn reused_slot_starts_fresh(memory_init: crate::MemoryInit) {
         let (pool, dir) = one_document_pool();
-        let runtime = runtime(1, true);
+        let runtime = runtime_with(1, true, memory_init);
         if runtime.allocator() != crate::runtime::Allocator::Pooling {
             eprintln!("pooling allocator unavailable here: this checks on-demand instances only");
         }

@@ -43,6 +43,23 @@ pub struct RuntimeOptions {
     pub call_deadline: Option<std::time::Duration>,
     /// Told of every corpus host call of every call (`None`: not observed).
     pub observer: Option<Arc<dyn Observer>>,
+    /// How each fresh instance gets the component's initial memory.
+    pub memory_init: MemoryInit,
+}
+
+/// How a fresh instance's linear memory gets the component's initial memory image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryInit {
+    /// Mapped copy-on-write from the image (wasmtime's default): an instance costs only the pages
+    /// its call writes, each a page fault. The cheapest per call when calls run one at a time.
+    #[default]
+    Cow,
+    /// Copied from the image into memory kept resident in its pool slot (up to
+    /// [`KEEP_RESIDENT_COPY`]): no page faults. Under load on several cores, where every
+    /// copy-on-write fault flushes the other cores' TLBs (costly in a VM), this doubles a
+    /// Python plugin's requests/s (docs/PLUGINS.md, "What each capability costs").
+    Copy,
 }
 
 /// The engine and linker shared by every plugin of the process.
@@ -53,7 +70,7 @@ pub struct PluginRuntime {
     allocator: Allocator,
 }
 
-fn base_config(conformance: bool) -> Config {
+fn base_config(conformance: bool, memory_init: MemoryInit) -> Config {
     let mut config = Config::new();
     // Serving: deliberately no epoch interruption and no fuel: a plugin call is never cut short
     // by the host. It keeps its worker thread, and so its lease, until it returns (or traps).
@@ -61,6 +78,13 @@ fn base_config(conformance: bool) -> Config {
     config.epoch_interruption(conformance);
     config.consume_fuel(false);
     config.wasm_component_model(true);
+    config.memory_init_cow(memory_init == MemoryInit::Cow);
+    // `TURNSTILE_PERFMAP=1`: name every compiled guest function in `/tmp/perf-PID.map`, so that
+    // `perf record` / `perf report` on the server show where a plugin's time goes (docs/PLUGINS.md,
+    // "Profiling"). Off by default: the map grows with every component compiled.
+    if std::env::var_os("TURNSTILE_PERFMAP").is_some_and(|v| v == "1") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     config
 }
 
@@ -68,6 +92,9 @@ fn base_config(conformance: bool) -> Config {
 /// reset): a typical Rust component touches less than this per call. Bounded: at most this ×
 /// `total_memories` of resident memory.
 const KEEP_RESIDENT_MEMORY: usize = 1 << 20;
+/// With [`MemoryInit::Copy`]: enough for a language runtime's image (CPython's is 12.3 MiB) and
+/// what its calls write, so that the copy lands in pages that stay mapped.
+pub const KEEP_RESIDENT_COPY: usize = 32 << 20;
 /// Bytes of each pooled table kept resident between calls.
 const KEEP_RESIDENT_TABLE: usize = 64 << 10;
 
@@ -96,10 +123,13 @@ impl PluginRuntime {
                 // trivial pooled call 44 → 17 µs. Without the ioctl, keeping pages resident means
                 // a memset of the whole kept range, which is slower than madvise: not used.
                 pool.pagemap_scan(wasmtime::Enabled::Yes)
-                    .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
+                    .linear_memory_keep_resident(match options.memory_init {
+                        MemoryInit::Cow => KEEP_RESIDENT_MEMORY,
+                        MemoryInit::Copy => KEEP_RESIDENT_COPY,
+                    })
                     .table_keep_resident(KEEP_RESIDENT_TABLE);
             }
-            let mut config = base_config(options.call_deadline.is_some());
+            let mut config = base_config(options.call_deadline.is_some(), options.memory_init);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
             match Engine::new(&config) {
                 Ok(engine) => engine_and_allocator = Some((engine, Allocator::Pooling)),
@@ -111,8 +141,11 @@ impl PluginRuntime {
         let (engine, allocator) = match engine_and_allocator {
             Some(found) => found,
             None => (
-                Engine::new(&base_config(options.call_deadline.is_some()))
-                    .map_err(PluginError::Engine)?,
+                Engine::new(&base_config(
+                    options.call_deadline.is_some(),
+                    options.memory_init,
+                ))
+                .map_err(PluginError::Engine)?,
                 Allocator::OnDemand,
             ),
         };

@@ -152,6 +152,7 @@ pub fn run_suite(
         pooling: false,
         call_deadline: Some(call_deadline),
         observer: None,
+        memory_init: crate::MemoryInit::default(),
     })?;
     let mut suite = Suite {
         checks: Vec::new(),

@@ -115,6 +115,7 @@ mod tests {
             pooling: false,
             call_deadline: None,
             observer: None,
+            memory_init: crate::MemoryInit::default(),
         })
         .unwrap();
         let (engine, linker) = (runtime.engine(), runtime.linker());

@@ -69,6 +69,7 @@ pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, crate::Plu
         pooling: false,
         call_deadline: None,
         observer: None,
+        memory_init: crate::MemoryInit::default(),
     })
 }
 

@@ -14,7 +14,8 @@ use crate::http::live::hub::LiveConfig;
 use turnstile_gate::{GateConfig, GateConfigError};
 use turnstile_global::{FailureMode, GlobalConfig};
 use turnstile_host::{
-    PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
+    MemoryInit, PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry,
+    plugin_config,
 };
 
 /// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
@@ -71,6 +72,13 @@ pub struct ServeArgs {
     #[arg(long = "memory-limit-mib", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub memory_limit_mib: u32,
+
+    /// How each fresh plugin instance gets its initial memory: `cow`, mapped copy-on-write from
+    /// the component's image (cheapest per call one at a time), or `copy`, copied into memory
+    /// kept resident (no page faults: under load on several cores, twice a Python plugin's
+    /// requests/s; docs/PLUGINS.md).
+    #[arg(long = "plugin-memory-init", value_enum, default_value_t = MemoryInit::Cow)]
+    pub plugin_memory_init: MemoryInit,
 
     /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
     /// or `~/.cache/turnstile`). Created 0700; used only when owned by this user and not

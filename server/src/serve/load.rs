@@ -42,6 +42,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         pooling: true,
         call_deadline: None,
         observer: Some(Arc::clone(&metrics) as Arc<dyn Observer>),
+        memory_init: args.plugin_memory_init,
     })?;
     // Where a swap candidate's smoke checks run: not the serving engine (no epoch
     // interruption there), but one whose calls have a deadline.
@@ -52,6 +53,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         pooling: false,
         call_deadline: Some(turnstile_host::check::CALL_DEADLINE),
         observer: None,
+        memory_init: args.plugin_memory_init,
     })?;
     let source = args.plugin_source();
     let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
