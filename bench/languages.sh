@@ -9,14 +9,14 @@
 #   bench/languages.sh BINARY PLUGIN_DIR     (PLUGIN_DIR: `cargo xtask plugins`'s target/plugins)
 #
 # Environment: MIX (bench/mix.jsonl), CONC (16), SECS (15), RUNS (3), WARM_SECS (5), MAX_ACTIVE (2),
-#   OUT (/tmp/languages-<UTC>).
+#   MEMORY_INIT (cow: `serve --plugin-memory-init`), OUT (/tmp/languages-<UTC>).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 [ $# -eq 2 ] && [ -x "$1" ] && [ -d "$2" ] || { echo "usage: $0 BINARY PLUGIN_DIR" >&2; exit 2; }
 BIN="$1"; PLUGINS="$2"
 CONC="${CONC:-16}"; SECS="${SECS:-15}"; RUNS="${RUNS:-3}"; WARM_SECS="${WARM_SECS:-5}"
-MAX_ACTIVE="${MAX_ACTIVE:-2}"
+MAX_ACTIVE="${MAX_ACTIVE:-2}"; MEMORY_INIT="${MEMORY_INIT:-cow}"
 export MIX="${MIX:-$REPO/bench/mix.jsonl}"
 OUT="${OUT:-/tmp/languages-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -32,7 +32,7 @@ hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 {
   echo "utc_start: $(date -u +%FT%TZ)"
   echo "binary: $BIN sha256 $(sha256sum "$BIN" | cut -d' ' -f1)"
-  echo "mix: $MIX; conc=$CONC secs=$SECS runs=$RUNS max_active=$MAX_ACTIVE"
+  echo "mix: $MIX; conc=$CONC secs=$SECS runs=$RUNS max_active=$MAX_ACTIVE memory_init=$MEMORY_INIT"
   echo "machine: $(nproc) cores, $(uname -r)"
 } | tee "$OUT/meta.txt"
 
@@ -43,7 +43,8 @@ for plugin in retrieval retrieval-hybrid retrieval-py retrieval-js; do
   echo "$plugin: $(wc -c <"$file") bytes, sha256 $(sha256sum "$file" | cut -d' ' -f1)" | tee -a "$OUT/meta.txt"
   port=$((port + 1))
   "$BIN" serve --listen "127.0.0.1:$port" --cache-dir "$WORK/cache" --plugin "$file" \
-    --max-active "$MAX_ACTIVE" --max-waiting 64 --wait-ms 30000 >"$OUT/$plugin.log" 2>&1 </dev/null &
+    --max-active "$MAX_ACTIVE" --max-waiting 64 --wait-ms 30000 --plugin-memory-init "$MEMORY_INIT" \
+    >"$OUT/$plugin.log" 2>&1 </dev/null &
   pid=$!; PIDS+=("$pid")
   wait_ready "$plugin" "$pid" "http://127.0.0.1:$port/readyz" "$OUT/$plugin.log" 3000
   idle_rss="$(rss_kib "$pid")"
