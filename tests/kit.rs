@@ -52,13 +52,21 @@ async fn each_template_builds_checks_serves_and_is_swapped_to() {
             toolchains.join("js/node_modules/.bin/componentize-js"),
         ),
         // The Rust project builds with the workspace's pinned toolchain, from cargo's cache, into
-        // a target directory kept between runs.
+        // the workspace's guest target directory with the workspace's release profile, so that
+        // wit-bindgen and its dependencies, compiled for the workspace's own plugins, are reused
+        // (the template's own profile asks for LTO: minutes of CPU on a cold machine, for the
+        // same component a plugin author builds).
         ("RUSTUP_TOOLCHAIN", "1.95.0".into()),
         ("CARGO_NET_OFFLINE", "true".into()),
         (
             "CARGO_TARGET_DIR",
-            Path::new(WORKSPACE).join("target/guests/kit"),
+            Path::new(WORKSPACE).join("target/guests"),
         ),
+        ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3".into()),
+        ("CARGO_PROFILE_RELEASE_LTO", "false".into()),
+        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16".into()),
+        ("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only".into()),
+        ("CARGO_PROFILE_RELEASE_STRIP", "debuginfo".into()),
     ];
     let mut built = Vec::new();
     for lang in ["rust", "python", "js"] {

@@ -99,6 +99,9 @@ impl Plugin {
     ) -> Result<Self, PluginError> {
         let name = source.name();
         let sha256 = sha256_hex(bytes);
+        if enforce_contract {
+            crate::contract::check_bytes(&name, bytes)?;
+        }
         let component = runtime.compile(&name, bytes, &sha256)?;
         if enforce_contract {
             crate::contract::check(&name, &component, runtime.engine())?;

@@ -20,6 +20,67 @@ pub fn imports(component: &Component, engine: &Engine) -> Vec<String> {
         .collect()
 }
 
+/// Every import of the component in `bytes`, read from its binary without compiling it (a
+/// language runtime's component takes seconds to compile); `None` if `bytes` is no component
+/// this parser reads (the compiler then says why).
+pub fn imports_in(bytes: &[u8]) -> Option<Vec<String>> {
+    use wasmtime::wasmparser::{Parser, Payload};
+    let mut imports = Vec::new();
+    // Nested modules and components come inline, each closed by its own `End`.
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.ok()? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) if depth > 0 => depth -= 1,
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let import = import.ok()?;
+                    // A world's own types (`source`, `retrieve-error`) are imported as types:
+                    // they grant nothing and the engine does not list them either.
+                    if !matches!(import.ty, wasmtime::wasmparser::ComponentTypeRef::Type(_)) {
+                        imports.push(import.name.name.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(imports)
+}
+
+/// Refuses, before compiling, a component that imports what no plugin is granted (naming every
+/// such import): a candidate that could never serve costs no compile.
+pub fn check_bytes(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
+    let Some(imports) = imports_in(bytes) else {
+        return Ok(());
+    };
+    let refused: Vec<String> = imports
+        .into_iter()
+        .filter(|import| grant_of(import).is_none())
+        .collect();
+    match refused.first() {
+        None => Ok(()),
+        // A contract import is refused for its version or interface, with its own reason.
+        Some(import) if import.starts_with(CONTRACT_PACKAGE) => Ok(()),
+        Some(_) => Err(PluginError::Incompatible {
+            name: name.to_owned(),
+            reason: Incompatibility::ForbiddenImports(refused),
+        }),
+    }
+}
+
+/// What `import` is granted, or `None`.
+fn grant_of(import: &str) -> Option<&'static str> {
+    let (interface, version) = import.split_once('@').unwrap_or((import, ""));
+    match interface.strip_prefix(CONTRACT_PACKAGE) {
+        Some(rest) if SUPPORTED_VERSIONS.contains(&version) => {
+            contract_grant(rest.trim_start_matches('/'))
+        }
+        Some(_) => None,
+        None => wasi_grant(interface, version),
+    }
+}
+
 /// Every export of `component`.
 pub fn exports(component: &Component, engine: &Engine) -> Vec<String> {
     component
@@ -44,16 +105,9 @@ pub struct Grant {
 pub fn grants(component: &Component, engine: &Engine) -> Vec<Grant> {
     imports(component, engine)
         .into_iter()
-        .map(|import| {
-            let (interface, version) = import.split_once('@').unwrap_or((&import, ""));
-            let granted = match interface.strip_prefix(CONTRACT_PACKAGE) {
-                Some(rest) if SUPPORTED_VERSIONS.contains(&version) => {
-                    contract_grant(rest.trim_start_matches('/'))
-                }
-                Some(_) => None,
-                None => wasi_grant(interface, version),
-            };
-            Grant { import, granted }
+        .map(|import| Grant {
+            granted: grant_of(&import),
+            import,
         })
         .collect()
 }
@@ -181,6 +235,35 @@ mod tests {
             .map(|g| g.import)
             .collect();
         assert_eq!(refused.len(), 3, "{refused:?}");
+    }
+
+    /// The imports read from the binary, before any compile, are the compiled component's, and
+    /// the refusal comes without compiling.
+    #[test]
+    fn imports_are_read_without_compiling() {
+        let engine = Engine::default();
+        for path in [turnstile_fixtures::ESCAPE, turnstile_fixtures::OUTSIDE] {
+            let bytes = std::fs::read(path).unwrap();
+            let mut read = imports_in(&bytes).unwrap();
+            let mut compiled = imports(&Component::new(&engine, &bytes).unwrap(), &engine);
+            read.sort();
+            compiled.sort();
+            assert_eq!(read, compiled, "{path}");
+        }
+        let outside = std::fs::read(turnstile_fixtures::OUTSIDE).unwrap();
+        let error = check_bytes("outside", &outside).unwrap_err().to_string();
+        assert!(
+            error.contains("`wasi:http/outgoing-handler@0.2.0`"),
+            "{error}"
+        );
+        assert!(
+            check_bytes(
+                "escape",
+                &std::fs::read(turnstile_fixtures::ESCAPE).unwrap()
+            )
+            .is_ok()
+        );
+        assert_eq!(imports_in(b"not wasm"), None);
     }
 
     /// A Rust guest that reaches for files and sockets imports WASI's filesystem and sockets: it

@@ -6,6 +6,6 @@ mod imports;
 mod versions;
 mod wasi;
 
-pub use imports::{Grant, check, exports, grants, imports};
+pub use imports::{Grant, check, check_bytes, exports, grants, imports, imports_in};
 pub use versions::{CONTRACT_INTERFACES, CONTRACT_PACKAGE, SUPPORTED_VERSIONS};
 pub use wasi::{WASI_GRANTS, WASI_VERSION, wasi_grant};

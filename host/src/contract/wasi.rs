@@ -107,11 +107,13 @@ mod tests {
     /// of them, and link; the two random ones are linked by a component that calls them.
     #[test]
     fn every_granted_interface_is_linked() {
-        // The serving runtime's own linker: WASI and the contract.
+        // The serving runtime's own linker: WASI and the contract. Its artifacts go where the
+        // integration tests keep theirs (these components take seconds to compile).
+        let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/tmp/cache/plugins");
         let runtime = crate::PluginRuntime::new(crate::RuntimeOptions {
             memory_limit: 64 << 20,
             max_instances: 1,
-            cache_dir: None,
+            cache_dir: Some(shared.into()),
             pooling: false,
             call_deadline: None,
             observer: None,
@@ -125,7 +127,10 @@ mod tests {
             turnstile_fixtures::ESCAPE_JS,
             turnstile_fixtures::ESCAPE,
         ] {
-            let component = wasmtime::component::Component::from_file(engine, path).unwrap();
+            let bytes = std::fs::read(path).unwrap();
+            let component = runtime
+                .compile(path, &bytes, &crate::sha256_hex(&bytes))
+                .unwrap();
             linker
                 .instantiate_pre(&component)
                 .unwrap_or_else(|e| panic!("{path}: {e:#}"));
