@@ -37,11 +37,11 @@ fn run(dir: &Path, program: &str, args: &[&str], envs: &[(&str, PathBuf)]) -> St
     text
 }
 
-/// Scaffolds, builds and checks a project in each language (offline: the toolchains are the
-/// workspace's, installed by `tests/setup.sh`; the Rust one's crates are in cargo's cache), then
-/// serves the embedded plugin and swaps to each project's plugin in turn.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_template_builds_checks_serves_and_is_swapped_to() {
+/// Scaffolds, builds and checks a project in `lang` (offline: the toolchains are the workspace's,
+/// installed by `tests/setup.sh`; the Rust one's crates are in cargo's cache), then serves the
+/// embedded plugin and swaps to the project's plugin. One test per language, so that the three
+/// (each seconds of compiling) run beside the rest of the suite rather than one after another.
+async fn scaffold_build_check_serve_and_swap(lang: &str) {
     let dir = tempfile::tempdir().unwrap();
     let toolchains = Path::new(WORKSPACE).join("target/toolchains");
     let envs = [
@@ -68,44 +68,54 @@ async fn each_template_builds_checks_serves_and_is_swapped_to() {
         ("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only".into()),
         ("CARGO_PROFILE_RELEASE_STRIP", "debuginfo".into()),
     ];
-    let mut built = Vec::new();
-    for lang in ["rust", "python", "js"] {
-        let project = dir.path().join(format!("my-{lang}-plugin"));
-        let wrote = run(
-            dir.path(),
-            crate::support::binary().to_str().unwrap(),
-            &["new", "plugin", "--lang", lang, project.to_str().unwrap()],
-            &[],
-        );
-        assert!(wrote.contains("wit/retrieval.wit"), "{wrote}");
-        run(&project, "./build.sh", &[], &envs);
-        let wasm = project.join(format!("target/my-{lang}-plugin.wasm"));
-        assert!(wasm.is_file(), "{}", wasm.display());
-        let cache = cache_dir().display().to_string();
-        let checked = run(&project, "./check.sh", &["--cache-dir", &cache], &envs);
-        assert!(checked.contains(", 0 failed"), "{checked}");
-        assert!(checked.contains("recall@5"), "{checked}");
-        built.push((lang, wasm));
-    }
+    let project = dir.path().join(format!("my-{lang}-plugin"));
+    let wrote = run(
+        dir.path(),
+        crate::support::binary().to_str().unwrap(),
+        &["new", "plugin", "--lang", lang, project.to_str().unwrap()],
+        &[],
+    );
+    assert!(wrote.contains("wit/retrieval.wit"), "{wrote}");
+    run(&project, "./build.sh", &[], &envs);
+    let wasm = project.join(format!("target/my-{lang}-plugin.wasm"));
+    assert!(wasm.is_file(), "{}", wasm.display());
+    let cache = cache_dir().display().to_string();
+    let checked = run(&project, "./check.sh", &["--cache-dir", &cache], &envs);
+    assert!(checked.contains(", 0 failed"), "{checked}");
+    assert!(checked.contains("recall@5"), "{checked}");
+
     let server = TestServer::start(&[]).await;
-    for (generation, (lang, wasm)) in (2..).zip(&built) {
-        let response = server.swap_plugin(json!({"path": wasm})).await;
-        let status = response.status().as_u16();
-        let body: Value = response.json().await.unwrap();
-        assert_eq!(status, 200, "{lang}: {body}");
-        let (status, answer) = server
-            .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
-            .await;
-        assert_eq!(status, 200, "{lang}: {answer}");
-        assert_eq!(answer["plugin"]["generation"], generation, "{answer}");
-        assert_eq!(answer["plugin"]["name"], format!("my-{lang}-plugin"));
-        let ids = crate::support::ids(&answer);
-        assert!(
-            ids.iter().any(|id| id.starts_with("json")),
-            "{lang}: {ids:?}"
-        );
-    }
+    let response = server.swap_plugin(json!({"path": wasm})).await;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{lang}: {body}");
+    let (status, answer) = server
+        .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
+        .await;
+    assert_eq!(status, 200, "{lang}: {answer}");
+    assert_eq!(answer["plugin"]["generation"], 2, "{answer}");
+    assert_eq!(answer["plugin"]["name"], format!("my-{lang}-plugin"));
+    let ids = crate::support::ids(&answer);
+    assert!(
+        ids.iter().any(|id| id.starts_with("json")),
+        "{lang}: {ids:?}"
+    );
     server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_template_builds_checks_serves_and_is_swapped_to() {
+    scaffold_build_check_serve_and_swap("rust").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_template_builds_checks_serves_and_is_swapped_to() {
+    scaffold_build_check_serve_and_swap("python").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_javascript_template_builds_checks_serves_and_is_swapped_to() {
+    scaffold_build_check_serve_and_swap("js").await;
 }
 
 /// `new plugin` refuses a folder that is not empty, and a name that cannot name a plugin, and

@@ -77,12 +77,23 @@ fn target_installed() -> bool {
 }
 
 /// Where every guest is built: `guests/` in the workspace's target directory, found from a build
-/// script's `OUT_DIR` (`<target>/[<triple>/]<profile>/build/<package>-<hash>/out`) as the nearest
-/// folder holding cargo's `CACHEDIR.TAG`.
+/// script's `OUT_DIR`, `<target>/[<triple>/]<profile>/build/<package>-<hash>/out` (the triple's
+/// level is there when the build names `--target`, and is then the build script's `TARGET`).
+/// Every build script and profile so shares one guest build. (Cargo's `CACHEDIR.TAG` does not
+/// tell: cargo writes it only when it creates the target directory itself, and `tests/setup.sh`
+/// creates it first for the toolchains.)
 pub fn guest_target_dir(out_dir: &Path) -> PathBuf {
+    guests_beside(out_dir, std::env::var("TARGET").ok().as_deref())
+}
+
+fn guests_beside(out_dir: &Path, triple: Option<&str>) -> PathBuf {
     out_dir
         .ancestors()
-        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .nth(4)
+        .map(|dir| match (dir.file_name(), triple) {
+            (Some(name), Some(triple)) if name == triple => dir.parent().unwrap_or(dir),
+            _ => dir,
+        })
         .map_or_else(
             || out_dir.join("guest-target"),
             |target| target.join("guests"),
@@ -97,5 +108,31 @@ pub fn rerun_if_changed(workspace: &Path, guest_dirs: &[PathBuf]) {
     }
     for input in ["wit", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(input).display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guests_beside;
+    use std::path::Path;
+
+    #[test]
+    fn every_profile_and_target_layout_shares_one_guest_directory() {
+        let triple = "x86_64-unknown-linux-gnu";
+        for out in [
+            "/w/target/debug/build/host-1a2b/out",
+            "/w/target/release/build/fixtures-3c4d/out",
+            "/w/target/x86_64-unknown-linux-gnu/debug/build/host-5e6f/out",
+        ] {
+            assert_eq!(
+                guests_beside(Path::new(out), Some(triple)),
+                Path::new("/w/target/guests"),
+                "{out}"
+            );
+        }
+        assert_eq!(
+            guests_beside(Path::new("out"), Some(triple)),
+            Path::new("out/guest-target")
+        );
     }
 }
