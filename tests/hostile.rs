@@ -305,3 +305,84 @@ fn resident_bytes() -> u64 {
     let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
     pages * 4096
 }
+
+/// Five candidates that hang in a host call are refused with `timeout`, each after its own
+/// deadline (its abandoned call counts on its own engine, not against the next candidate), and
+/// then a good candidate installs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hung_candidates_then_a_good_one_which_installs() {
+    let server = TestServer::start(&[]).await;
+    for n in 0..5 {
+        let response = server
+            .swap_plugin(json!({
+                "path": HOSTILE,
+                "config": {"attempt": "sleep", "sleep_ms": "60000"}
+            }))
+            .await;
+        assert_eq!(response.status().as_u16(), 422, "hung candidate {n}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "timeout", "hung candidate {n}: {body}");
+        let detail = body["detail"].as_str().unwrap();
+        assert!(
+            !detail.contains("within 0 ms"),
+            "hung candidate {n} was refused for another's calls: {detail}"
+        );
+    }
+    let good = server
+        .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
+        .await;
+    let status = good.status().as_u16();
+    let body: Value = good.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["generation"], 2, "{body}");
+    server.stop().await;
+}
+
+/// Two swaps at once: a candidate slow to check does not hold up a quick one, which installs;
+/// the slow one then gets `swap_conflict` and nothing of it is installed; sent again, it
+/// installs over the new generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_that_loses_the_race_is_told_and_installs_nothing() {
+    let server = std::sync::Arc::new(TestServer::start(&[]).await);
+    let slow_swap = json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "800"}});
+    let slow = {
+        let (server, body) = (std::sync::Arc::clone(&server), slow_swap.clone());
+        tokio::spawn(async move {
+            let response = server.swap_plugin(body).await;
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        })
+    };
+    crate::support::eventually("the slow candidate being checked", || async {
+        match server.state.swap.candidates_checking() {
+            1 => Ok(()),
+            n => Err(format!("{n} candidates being checked")),
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let quick = server
+        .swap_plugin(json!({"path": crate::support::lexical_plugin(dir.path())}))
+        .await;
+    assert_eq!(quick.status().as_u16(), 200);
+    let (status, body) = slow.await.unwrap();
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (422, Some("swap_conflict")),
+        "{body}"
+    );
+    let (status, served) = server.retrieve(json!({"question": "json dumps"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(served["plugin"]["generation"], 2, "{served}");
+    let again = server.swap_plugin(slow_swap).await;
+    let status = again.status().as_u16();
+    let body: Value = again.json().await.unwrap();
+    assert_eq!((status, &body["generation"]), (200, &json!(3)), "{body}");
+    std::sync::Arc::try_unwrap(server)
+        .ok()
+        .unwrap()
+        .stop()
+        .await;
+}

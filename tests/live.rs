@@ -426,3 +426,51 @@ impl Drop for Browser {
         }
     }
 }
+
+/// A stream lives as long as its reader reads: the idle timeout is for a connection between
+/// requests, not for a response still being sent. Past three idle timeouts (by the server's own
+/// clock, in its snapshots) the stream is open and has carried the events of a request made
+/// after the first one passed; the subscriber cap holds all the while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_outlives_the_idle_timeout_while_its_reader_reads() {
+    const IDLE_MS: u64 = 300;
+    let idle = IDLE_MS.to_string();
+    let server = TestServer::start(&[
+        "--idle-timeout-ms",
+        &idle,
+        "--events-interval-ms",
+        "50",
+        "--max-subscribers",
+        "1",
+    ])
+    .await;
+    let mut stream = Stream::open(&server, None).await;
+    let opened = stream.next().await;
+    assert_eq!(opened.event, "snapshot");
+    let since = |message: &Message| {
+        message.data["at_ms"].as_u64().unwrap() - opened.data["at_ms"].as_u64().unwrap()
+    };
+    let (mut request, mut seen) = (None, Vec::new());
+    loop {
+        let message = stream.next().await;
+        match message.event.as_str() {
+            "events" => seen.extend(message.data["events"].as_array().unwrap().iter().cloned()),
+            "snapshot" => {
+                let elapsed = since(&message);
+                if request.is_none() && elapsed > IDLE_MS {
+                    request = Some(post(&server));
+                    let refused = server.get("/events").await;
+                    assert_eq!(refused.status(), 503, "the subscriber cap still holds");
+                }
+                if elapsed > 3 * IDLE_MS && statuses(&seen).contains(&"released") {
+                    break;
+                }
+            }
+            other => panic!("unexpected message {other}"),
+        }
+    }
+    assert_eq!(request.expect("a request was made").await.unwrap(), 200);
+    assert!(statuses(&seen).contains(&"admitted"), "{seen:?}");
+    drop(stream);
+    server.stop().await;
+}

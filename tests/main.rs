@@ -22,6 +22,7 @@ mod kit;
 mod languages;
 mod live;
 mod load;
+mod logging;
 mod metrics;
 mod swap;
 mod valid_input;

@@ -96,8 +96,12 @@ fn main() -> anyhow::Result<()> {
             let env = |name: &str| std::env::var_os(name);
             let args = turnstile_server::serve::resolve(std::env::args_os().skip(2), &env)
                 .unwrap_or_else(|e| e.exit());
-            init_logging(args.log_format);
-            return turnstile_server::serve::serve(args);
+            // Serving logs through a bounded, non-blocking writer: a slow sink drops and counts
+            // lines instead of stalling requests; what is buffered is written before exiting.
+            turnstile_server::logging::init(args.log_format, args.log_buffer_lines);
+            let served = turnstile_server::serve::serve(args);
+            turnstile_server::logging::finish();
+            return served;
         }
         Command::Config(ConfigCommand::Check { file }) => {
             match turnstile_server::serve::resolve_file(&file) {

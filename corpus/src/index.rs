@@ -105,9 +105,21 @@ impl CorpusIndex {
                 path: tmp.path().to_owned(),
                 source,
             })?;
+        let file_sha256 = file_checksum(tmp.path()).map_err(|source| CorpusError::IndexIo {
+            path: tmp.path().to_owned(),
+            source,
+        })?;
         tmp.persist(&path).map_err(|e| CorpusError::IndexIo {
             path: path.clone(),
             source: e.error,
+        })?;
+        // The file's checksum beside it, written last (atomically too): a file without one, or
+        // whose bytes no longer hash to it, is rebuilt.
+        write_checksum(&checksum_path(&path), &file_sha256).map_err(|source| {
+            CorpusError::IndexIo {
+                path: checksum_path(&path),
+                source,
+            }
         })?;
         Ok(Self {
             path,
@@ -118,12 +130,22 @@ impl CorpusIndex {
         })
     }
 
-    /// The document count recorded in a cache file that is whole and of this corpus, if any: its
-    /// recorded corpus checksum and schema match, the checksum of its content (recomputed now)
-    /// is the one recorded when it was built, and FTS5's own integrity check passes. A torn or
-    /// corrupted file is never reused: it is rebuilt.
+    /// The document count recorded in a cache file that is whole and of this corpus, if any:
+    /// the sha256 of the whole file (every table the server reads: documents, ids, vectors, the
+    /// term index, token weights) is the one written beside it when it was built, its recorded
+    /// corpus checksum and schema match, the checksum of its documents (recomputed now) is the
+    /// one recorded, and FTS5's own integrity check passes. A torn or corrupted file is never
+    /// reused: it is rebuilt.
     fn matching_cache(path: &Path, sha256: &str, model: &str) -> Option<u64> {
         if !path.exists() {
+            return None;
+        }
+        let recorded_file = std::fs::read_to_string(checksum_path(path)).ok();
+        let actual_file = file_checksum(path).ok();
+        if recorded_file.is_none()
+            || recorded_file.as_deref().map(str::trim) != actual_file.as_deref()
+        {
+            tracing::warn!(path = %path.display(), "corpus index does not match the checksum written when it was built; rebuilding");
             return None;
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).ok()?;
@@ -156,6 +178,31 @@ impl CorpusIndex {
         }
         Some(counted)
     }
+}
+
+/// Where an index file's own sha256 is kept: beside it, `<name>.sha256`.
+fn checksum_path(index: &Path) -> PathBuf {
+    let mut name = index.file_name().unwrap_or_default().to_owned();
+    name.push(".sha256");
+    index.with_file_name(name)
+}
+
+/// The sha256 (hex) of a whole file, read in blocks.
+fn file_checksum(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Writes `sha256` to `path` through a temporary file renamed into place.
+fn write_checksum(path: &Path, sha256: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().suffix(".tmp").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, sha256.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The number of documents and the sha256 (hex) of their stored content, in rowid order.
@@ -247,6 +294,58 @@ mod tests {
         drop(session);
         let fourth = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
         assert_eq!(fourth.origin, IndexOrigin::Reused);
+    }
+
+    /// Damage to any table the server reads — a row changed or gone — is found on reuse, and
+    /// the index rebuilt (and then right), never served nor a stop of the start.
+    #[test]
+    fn damage_to_any_table_rebuilds_the_index() {
+        let tmp = tempfile::tempdir().unwrap();
+        let built = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        let answer = |index: &CorpusIndex| {
+            let pool = crate::CorpusPool::new(index, 1).unwrap();
+            let session = pool.session().unwrap();
+            let hits = session.search("json", 5).unwrap();
+            hits.into_iter().map(|h| h.id).collect::<Vec<_>>()
+        };
+        let expected = answer(&built);
+        assert!(!expected.is_empty());
+        for (table, damage) in [
+            ("docs", "UPDATE docs SET title = 'tampered' WHERE rowid = 1"),
+            ("ids", "UPDATE ids SET doc = doc + 1"),
+            ("vectors", "UPDATE vectors SET v = zeroblob(length(v))"),
+            (
+                "postings",
+                "DELETE FROM postings WHERE id = (SELECT min(id) FROM postings)",
+            ),
+            ("doc_sizes", "UPDATE doc_sizes SET s = zeroblob(length(s))"),
+            ("doc_terms", "UPDATE doc_terms SET t = zeroblob(length(t))"),
+            (
+                "token_weights",
+                "UPDATE token_weights SET w = zeroblob(length(w))",
+            ),
+            (
+                "meta",
+                "UPDATE meta SET value = value || ' ' WHERE key = 'content_sha256'",
+            ),
+        ] {
+            {
+                let conn = Connection::open(&built.path).unwrap();
+                let changed = conn.execute(damage, []).unwrap();
+                assert!(changed > 0, "{table}: the damage changed nothing");
+            }
+            let again = CorpusIndex::open_or_build(&tiny(), tmp.path())
+                .unwrap_or_else(|e| panic!("{table}: {e}"));
+            assert_eq!(again.origin, IndexOrigin::Built, "{table}");
+            assert_eq!(answer(&again), expected, "{table}");
+            let reused = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+            assert_eq!(reused.origin, IndexOrigin::Reused, "{table}");
+        }
+        // A file without its checksum beside it (an older build, a crash before it was written)
+        // is rebuilt too.
+        std::fs::remove_file(checksum_path(&built.path)).unwrap();
+        let again = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        assert_eq!(again.origin, IndexOrigin::Built);
     }
 
     fn tiny() -> CorpusBytes {

@@ -1,32 +1,35 @@
 //! Calls with a deadline, for conformance work only (`turnstile check`, a swap's smoke checks):
 //! serving never interrupts a call. The call runs on a thread of its own; at the deadline a guest
 //! running wasm is stopped at its next epoch check, and one blocked in a host call (a sleep) is
-//! abandoned and counted until it really ends, so a series of hung candidates cannot pile up
-//! threads and memory without bound.
+//! abandoned and counted, per engine, until it really ends.
+//!
+//! The rule that bounds abandoned calls: once one call of an engine is abandoned, that engine's
+//! later bounded calls are refused at once (its plugin is hung); and each swap candidate is
+//! checked on an engine of its own whose smoke checks stop at the first failure. So a refused
+//! candidate leaves at most one call running, a healthy candidate is never refused for another
+//! candidate's calls, and a deadline on one engine never interrupts a call on another.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::bindings::Source;
 use crate::error::PluginError;
 use crate::{CallStats, Plugin};
 
-/// Conformance calls abandoned past their deadline (blocked in a host call) that may still be
-/// running; past this, further bounded calls are refused at once. Bounds the threads and memory
-/// a series of sleeping candidates can hold.
-pub const MAX_ABANDONED_CALLS: usize = 4;
+/// Conformance calls of one engine abandoned past their deadline (blocked in a host call) that
+/// may still be running; at this many, that engine's further bounded calls are refused at once.
+pub const MAX_ABANDONED_CALLS: usize = 1;
 /// After the deadline's epoch tick, how long a running guest gets to reach its trap.
 const ABANDON_GRACE: Duration = Duration::from_millis(200);
-static ABANDONED_CALLS: AtomicUsize = AtomicUsize::new(0);
 
 impl Plugin {
     /// [`Plugin::retrieve_metered`] under the runtime's call deadline (a plugin of a conformance
     /// runtime; without a deadline it is simply `retrieve_metered`). The call runs on a thread
     /// of its own; at the deadline a running guest is stopped at its next epoch check, and one
-    /// blocked in a host call (a sleep) is abandoned: it ends when that host call returns. At
-    /// most [`MAX_ABANDONED_CALLS`] abandoned calls may still be running; past that, a bounded
-    /// call is refused at once.
+    /// blocked in a host call (a sleep) is abandoned: it ends when that host call returns. Once
+    /// [`MAX_ABANDONED_CALLS`] of the engine's calls are abandoned and still running, its
+    /// bounded calls are refused at once.
     pub fn retrieve_bounded(
         self: &Arc<Self>,
         question: &str,
@@ -35,7 +38,8 @@ impl Plugin {
         let Some(deadline) = self.call_deadline() else {
             return self.retrieve_metered(question, limit, 0);
         };
-        if ABANDONED_CALLS.load(Ordering::SeqCst) >= MAX_ABANDONED_CALLS {
+        let abandoned = Arc::clone(self.abandoned());
+        if abandoned.load(Ordering::SeqCst) >= MAX_ABANDONED_CALLS {
             return (
                 Err(PluginError::TimedOut {
                     after: Duration::ZERO,
@@ -66,16 +70,17 @@ impl Plugin {
         self.engine().increment_epoch();
         if outcome.recv_timeout(ABANDON_GRACE).is_err() {
             // Blocked in a host call: abandon it, counting it until it really ends.
-            ABANDONED_CALLS.fetch_add(1, Ordering::SeqCst);
+            abandoned.fetch_add(1, Ordering::SeqCst);
+            let still_running = Arc::clone(&abandoned);
             std::thread::spawn(move || {
                 let _ = outcome.recv();
-                ABANDONED_CALLS.fetch_sub(1, Ordering::SeqCst);
+                still_running.fetch_sub(1, Ordering::SeqCst);
             });
         }
         (
             Err(PluginError::TimedOut {
                 after: deadline,
-                abandoned: ABANDONED_CALLS.load(Ordering::SeqCst),
+                abandoned: abandoned.load(Ordering::SeqCst),
             }),
             CallStats::default(),
         )

@@ -42,6 +42,8 @@ pub struct Plugin {
     config: Arc<PluginConfig>,
     memory_limit: usize,
     call_deadline: Option<Duration>,
+    /// The engine's count of abandoned conformance calls (see `Plugin::retrieve_bounded`).
+    abandoned: Arc<std::sync::atomic::AtomicUsize>,
     observer: Option<Arc<dyn Observer>>,
 }
 
@@ -136,6 +138,7 @@ impl Plugin {
             config: Arc::new(config),
             memory_limit: runtime.options().memory_limit,
             call_deadline: runtime.options().call_deadline,
+            abandoned: Arc::clone(runtime.abandoned()),
             observer: runtime.options().observer.clone(),
         })
     }
@@ -234,6 +237,10 @@ impl Plugin {
     /// The runtime's call deadline (`None` when serving: calls are never interrupted).
     pub(crate) fn call_deadline(&self) -> Option<Duration> {
         self.call_deadline
+    }
+
+    pub(crate) fn abandoned(&self) -> &Arc<std::sync::atomic::AtomicUsize> {
+        &self.abandoned
     }
 
     /// The engine the plugin was compiled for.

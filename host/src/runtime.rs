@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -68,6 +69,10 @@ pub struct PluginRuntime {
     linker: Linker<HostState>,
     options: RuntimeOptions,
     allocator: Allocator,
+    /// This engine's conformance calls abandoned past their deadline and still running (see
+    /// `Plugin::retrieve_bounded`): counted per engine, so one hung candidate (each swap
+    /// candidate gets an engine of its own) never holds up another.
+    abandoned: Arc<AtomicUsize>,
 }
 
 fn base_config(conformance: bool, memory_init: MemoryInit) -> Config {
@@ -158,7 +163,17 @@ impl PluginRuntime {
             linker,
             options,
             allocator,
+            abandoned: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// This engine's abandoned conformance calls still running.
+    pub fn abandoned_calls(&self) -> usize {
+        self.abandoned.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn abandoned(&self) -> &Arc<AtomicUsize> {
+        &self.abandoned
     }
 
     /// The process's engine.

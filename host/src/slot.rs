@@ -38,7 +38,8 @@ impl PluginSlot {
         }
     }
 
-    /// Serialises swaps: hold the guard from loading a candidate to installing it.
+    /// Serialises installs: hold the guard from reading the current generation to installing
+    /// the next (a candidate is checked before, without it).
     pub fn begin_swap(&self) -> MutexGuard<'_, ()> {
         self.swapping.lock().unwrap_or_else(|p| p.into_inner())
     }

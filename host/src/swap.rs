@@ -15,7 +15,7 @@ use crate::check::{Check, smoke};
 use crate::observe::Observer;
 use crate::{
     Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSlot, PluginSource,
-    Sha256Hex,
+    RuntimeOptions, Sha256Hex,
 };
 use turnstile_corpus::CorpusError;
 
@@ -55,6 +55,20 @@ pub enum SwapError {
         /// What it observed.
         observed: String,
     },
+    /// Another swap installed a generation while this candidate was being checked: nothing was
+    /// installed; sending the swap again installs it over the new generation.
+    #[error(
+        "swap_conflict: generation {installed} was installed while this candidate was checked; send the swap again to install it over that one"
+    )]
+    Conflict {
+        /// The generation installed meanwhile.
+        installed: u64,
+    },
+    /// [`MAX_CANDIDATES_CHECKED`] candidates are being checked already.
+    #[error(
+        "swap_busy: {MAX_CANDIDATES_CHECKED} candidates are being checked already; send the swap again when one is done"
+    )]
+    Busy,
     /// It loaded but failed the smoke subset of `turnstile check`.
     #[error("smoke_failed: {check}: {observed}")]
     SmokeFailed {
@@ -76,6 +90,8 @@ impl SwapError {
             Self::Corpus(_) => "corpus_unavailable",
             Self::Timeout { .. } => "timeout",
             Self::SmokeFailed { .. } => "smoke_failed",
+            Self::Conflict { .. } => "swap_conflict",
+            Self::Busy => "swap_busy",
         }
     }
 }
@@ -109,19 +125,27 @@ pub enum Trigger {
     },
 }
 
-/// The two engines a swap uses.
+/// The engines a swap uses.
 pub struct Runtimes {
     /// Where plugins serve: no epoch interruption, no fuel.
     pub serving: Arc<PluginRuntime>,
-    /// Where candidates' smoke checks run, each call under a deadline.
-    pub conformance: Arc<PluginRuntime>,
+    /// How the engine that checks a candidate is made (`call_deadline` set): each candidate
+    /// gets a new one, so its deadline interrupts only its own calls, and its abandoned calls
+    /// (see [`crate::MAX_ABANDONED_CALLS`]) hold up nothing else.
+    pub conformance: RuntimeOptions,
 }
+
+/// Candidates checked (compiled and smoke-checked) at once; one more is refused with
+/// [`SwapError::Busy`]. Each costs a compile's CPU and memory; no lock is held meanwhile.
+pub const MAX_CANDIDATES_CHECKED: usize = 2;
 
 /// What a swap needs, shared by `serve`, SIGHUP and `/admin/plugin`.
 pub struct HotSwap {
     slot: Arc<PluginSlot>,
     runtime: Arc<PluginRuntime>,
-    conformance: Arc<PluginRuntime>,
+    conformance: RuntimeOptions,
+    /// Candidates being checked now.
+    checking: std::sync::atomic::AtomicUsize,
     default_config: PluginConfig,
     idle_connections: usize,
     pin: std::sync::Mutex<Option<Sha256Hex>>,
@@ -147,6 +171,7 @@ impl HotSwap {
             slot,
             runtime: runtimes.serving,
             conformance: runtimes.conformance,
+            checking: std::sync::atomic::AtomicUsize::new(0),
             default_config,
             idle_connections,
             pin: std::sync::Mutex::new(pin),
@@ -157,6 +182,11 @@ impl HotSwap {
     /// The sha256 every install must match now, if the server is pinned.
     pub fn pin(&self) -> Option<Sha256Hex> {
         self.pin.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Candidates being compiled and checked now (at most [`MAX_CANDIDATES_CHECKED`]).
+    pub fn candidates_checking(&self) -> usize {
+        self.checking.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The slot swaps install into.
@@ -189,9 +219,14 @@ impl HotSwap {
         config: Option<PluginConfig>,
         started: Instant,
     ) -> Result<Swapped, SwapError> {
-        let _one_at_a_time = self.slot.begin_swap();
+        // Checked without holding the install lock: a candidate that takes long (or hangs) to
+        // compile or check holds up no other swap.
         let previous = self.slot.current();
+        let Some(_checking) = Checking::enter(&self.checking) else {
+            return Err(SwapError::Busy);
+        };
         let pinned = self.pin();
+        let pinned_at_start = pinned.clone();
         let expected = match (&trigger, pinned) {
             (Trigger::Reload, pinned) => pinned,
             (
@@ -231,14 +266,9 @@ impl HotSwap {
         }
         // The smoke checks run on the conformance runtime, then the same bytes are loaded for
         // serving (the two engines compile differently: only one has epoch interruption).
-        let trial = Plugin::from_bytes(
-            &self.conformance,
-            &source,
-            &bytes,
-            config.clone(),
-            pool.clone(),
-        )
-        .map_err(refused)?;
+        let conformance = PluginRuntime::new(self.conformance.clone()).map_err(refused)?;
+        let trial = Plugin::from_bytes(&conformance, &source, &bytes, config.clone(), pool.clone())
+            .map_err(refused)?;
         let smoke = smoke(&Arc::new(trial));
         if let Some(failed) = smoke.iter().find(|c| !c.passed) {
             let (check, observed) = (failed.name.clone(), failed.observed.clone());
@@ -250,10 +280,27 @@ impl HotSwap {
         }
         let candidate =
             Plugin::from_bytes(&self.runtime, &source, &bytes, config, pool).map_err(refused)?;
+        // The install: one atomic step, and only over the generation (and under the pin) that
+        // this candidate was checked against.
+        let installing = self.slot.begin_swap();
+        let now = self.slot.current();
+        if now.number != previous.number {
+            return Err(SwapError::Conflict {
+                installed: now.number,
+            });
+        }
+        let mut pin = self.pin.lock().unwrap_or_else(|p| p.into_inner());
+        if *pin != pinned_at_start {
+            return Err(SwapError::Conflict {
+                installed: now.number,
+            });
+        }
         let generation = self.slot.install(candidate, source);
         if let Some(new_pin) = expected {
-            *self.pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(new_pin);
+            *pin = Some(new_pin);
         }
+        drop(pin);
+        drop(installing);
         let elapsed = started.elapsed();
         tracing::info!(
             generation = generation.number,
@@ -269,5 +316,27 @@ impl HotSwap {
             elapsed,
             smoke,
         })
+    }
+}
+
+/// A candidate being checked: counted while it lives.
+struct Checking<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Checking<'a> {
+    /// Counts one more candidate, unless [`MAX_CANDIDATES_CHECKED`] are being checked already.
+    fn enter(checking: &'a std::sync::atomic::AtomicUsize) -> Option<Self> {
+        use std::sync::atomic::Ordering;
+        checking
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_CANDIDATES_CHECKED).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(checking))
+    }
+}
+
+impl Drop for Checking<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

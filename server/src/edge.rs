@@ -5,9 +5,10 @@
 //! - **idle**: between requests (or fresh, nothing sent yet): closed after `idle_timeout`;
 //! - **head**: the first bytes of a request have arrived but not its whole head: closed after
 //!   `header_timeout` (a slowloris client that drips its headers);
-//! - **handling**: the application has the request. Reading its body is bounded by the handler
-//!   (`body_timeout`); the response may take as long as the plugin call does — a lease is
-//!   unfinished work — so no connection timeout applies.
+//! - **handling**: the application has the request, until its response's body has been sent.
+//!   Reading the request's body is bounded by the handler (`body_timeout`); the response may
+//!   take as long as the plugin call does — a lease is unfinished work — and a stream
+//!   (`/events`) lasts as long as its reader reads, so no connection timeout applies.
 //!
 //! Past `max_connections` open connections, new ones wait in the listen backlog until one
 //! closes: each connection holds a permit of a semaphore, taken before `accept`.
@@ -50,9 +51,17 @@ const MAX_HEAD_BYTES: usize = 16 * 1024;
 
 #[derive(Debug, Clone, Copy)]
 enum Phase {
-    Idle { since: Instant },
-    Head { since: Instant },
-    Handling,
+    Idle {
+        since: Instant,
+    },
+    Head {
+        since: Instant,
+    },
+    /// The `request`th request of the connection is being answered: from its head to the end of
+    /// its response's body (a stream's included).
+    Handling {
+        request: u64,
+    },
 }
 
 /// One connection's phase, moved by its reads (idle → head) and by its service (→ handling →
@@ -66,6 +75,8 @@ struct ConnectionWatch {
     send_buffer: AtomicUsize,
     /// A handler asked for the connection to be closed now, whatever it is doing.
     abort: Notify,
+    /// Requests the connection has had.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// A request extension: the socket of the request's connection, for handlers that answer with
@@ -97,6 +108,7 @@ impl ConnectionWatch {
             changed: Notify::new(),
             send_buffer: AtomicUsize::new(0),
             abort: Notify::new(),
+            requests: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -120,13 +132,21 @@ impl ConnectionWatch {
         });
     }
 
-    fn handling(&self) {
-        self.set(|_| Phase::Handling);
+    /// The connection's next request is being answered; returns its number.
+    fn handling(&self) -> u64 {
+        let request = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        self.set(|_| Phase::Handling { request });
+        request
     }
 
-    fn idle(&self) {
-        self.set(|_| Phase::Idle {
-            since: Instant::now(),
+    /// The `request`th request's response has been sent (or dropped): the connection is idle,
+    /// unless a later request is already being answered.
+    fn sent(&self, request: u64) {
+        self.set(|phase| match phase {
+            Phase::Handling { request: current } if current == request => Phase::Idle {
+                since: Instant::now(),
+            },
+            other => other,
         });
     }
 
@@ -135,7 +155,7 @@ impl ConnectionWatch {
         match *self.phase.lock().unwrap_or_else(|p| p.into_inner()) {
             Phase::Idle { since } => Some((since + limits.idle_timeout, "idle timeout")),
             Phase::Head { since } => Some((since + limits.header_timeout, "header timeout")),
-            Phase::Handling => None,
+            Phase::Handling { .. } => None,
         }
     }
 }
@@ -321,7 +341,7 @@ async fn connection(
     });
     let service_watch = Arc::clone(&watch);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-        service_watch.handling();
+        let number = service_watch.handling();
         request.extensions_mut().insert(ConnectInfo(peer));
         request
             .extensions_mut()
@@ -329,8 +349,16 @@ async fn connection(
         let (app, watch) = (app.clone(), Arc::clone(&service_watch));
         async move {
             let response = app.oneshot(request.map(Body::new)).await;
-            watch.idle();
-            response
+            // Idle once the body has been sent, not when the handler returns: a stream
+            // (`/events`) or a large body to a slow reader is still being answered.
+            response.map(|response| {
+                response.map(|body| {
+                    Body::new(SentBody {
+                        body,
+                        sent: Some((watch, number)),
+                    })
+                })
+            })
         }
     });
     let conn = hyper::server::conn::http1::Builder::new()
@@ -377,5 +405,51 @@ async fn connection(
                 }
             }
         }
+    }
+}
+
+/// A response's body that marks its connection idle when it has been sent — or dropped: a
+/// client that left, a connection closed.
+struct SentBody {
+    body: Body,
+    /// The connection and the request's number, until marked.
+    sent: Option<(Arc<ConnectionWatch>, u64)>,
+}
+
+impl SentBody {
+    fn mark_sent(&mut self) {
+        if let Some((watch, request)) = self.sent.take() {
+            watch.sent(request);
+        }
+    }
+}
+
+impl hyper::body::Body for SentBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            self.mark_sent();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for SentBody {
+    fn drop(&mut self) {
+        self.mark_sent();
     }
 }

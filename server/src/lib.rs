@@ -4,7 +4,8 @@
 //! Data flows one way: connections ([`edge`]) → HTTP requests ([`http`]: validation) →
 //! [`admission`] (the local gate, then the global one) → a blocking worker → the plugin
 //! (`turnstile-host`) → a corpus session and back. [`metrics`] counts what happens, and
-//! [`serve`] reads the settings and wires everything into a process.
+//! [`serve`] reads the settings and wires everything into a process; [`logging`] keeps
+//! a slow log sink from ever stalling it.
 //!
 //! May depend on: the plugin host (`turnstile-host`), the gates (`turnstile-gate`,
 //! `turnstile-global`), the corpus for what it reports, and the HTTP stack (axum, hyper,
@@ -14,5 +15,6 @@
 pub mod admission;
 pub mod edge;
 pub mod http;
+pub mod logging;
 pub mod metrics;
 pub mod serve;

@@ -303,7 +303,10 @@ pub async fn logged(child: &ServerChild, needle: &str) {
         if child.logged(needle) {
             Ok(())
         } else {
-            Err("not yet".to_owned())
+            Err(format!(
+                "not yet; the log ends with:\n{}",
+                child.log_tail(4096)
+            ))
         }
     })
     .await;

@@ -60,14 +60,18 @@ pub async fn request_scope(
         .filter(|v| well_formed(v))
         .cloned()
         .unwrap_or_else(|| HeaderValue::from(number));
+    let route = route_of(routes, request.extensions().get::<MatchedPath>());
+    // Every line logged inside the request carries these; `generation` is recorded once a
+    // `/retrieve` request is admitted and its plugin generation fixed.
     let span = tracing::info_span!(
         "request",
         request_id = number,
         x_request_id = header.to_str().unwrap_or_default(),
         method = %request.method(),
         path = request.uri().path(),
+        route,
+        generation = tracing::field::Empty,
     );
-    let route = route_of(routes, request.extensions().get::<MatchedPath>());
     request.extensions_mut().insert(RequestId {
         number,
         header: header.clone(),

@@ -64,8 +64,10 @@ pub async fn retrieve(
     let generation = state.plugins.current();
     let plugin = Arc::clone(&generation.plugin);
     let metrics = Arc::clone(&state.metrics);
-    // The worker logs inside this request's span, like the handler.
+    // The worker logs inside this request's span, like the handler; from here on every line of
+    // the request names the plugin generation that serves it.
     let span = tracing::Span::current();
+    span.record("generation", generation.number);
     let worker = tokio::task::spawn_blocking(move || {
         let _in_request = span.enter();
         // The leases live in the worker: they are released when this closure ends — the plugin

@@ -142,6 +142,11 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "/events streams dropped because their reader stopped reading",
     ),
     (
+        "turnstile_log_lines_dropped_total",
+        Kind::Counter,
+        "Log lines dropped because the log sink was slower than the server (the log never blocks serving)",
+    ),
+    (
         "turnstile_global_requests_total",
         Kind::Counter,
         "Requests that asked the global limit (Redis), by outcome: granted, queue_full, wait_timeout, unavailable (refused, fail closed), failed_open (admitted on the local gate alone)",

@@ -158,6 +158,8 @@ impl Metrics {
             .set(live.subscribers as f64);
         self.counter("turnstile_live_dropped_total", vec![])
             .absolute(live.dropped);
+        self.counter("turnstile_log_lines_dropped_total", vec![])
+            .absolute(crate::logging::dropped_lines());
         let snapshot = gate.snapshot();
         self.gauge("turnstile_gate_active", vec![])
             .set(snapshot.active as f64);

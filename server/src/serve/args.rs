@@ -11,6 +11,7 @@ use clap::Args;
 use crate::edge::EdgeLimits;
 use crate::http::HealthPolicy;
 use crate::http::live::hub::LiveConfig;
+use crate::logging::LogFormat;
 use turnstile_gate::{GateConfig, GateConfigError};
 use turnstile_global::{FailureMode, GlobalConfig};
 use turnstile_host::{
@@ -31,6 +32,13 @@ pub struct ServeArgs {
     /// Log lines as text or as JSON objects (one per line).
     #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// Log lines that may wait for a slow log sink (16..=1048576); past them a new line is
+    /// dropped whole and counted (`turnstile_log_lines_dropped_total`): the log never blocks
+    /// serving.
+    #[arg(long = "log-buffer-lines", default_value_t = crate::logging::LOG_BUFFER_LINES,
+          value_parser = clap::value_parser!(u64).range(16..=1_048_576))]
+    pub log_buffer_lines: u64,
 
     /// One line per request when it completes (route, status, plugin generation, queue and
     /// execution milliseconds, inside the request's span); `--access-log false` turns it off.
@@ -206,15 +214,6 @@ fn parse_global_key(value: &str) -> Result<String, String> {
     } else {
         Err("letters, digits, '-', '_' or '.', 1 to 64 of them".to_owned())
     }
-}
-
-/// The log's format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line (tracing-subscriber's JSON format), with the request's span.
-    Json,
 }
 
 /// Why `serve` settings are refused; each names the flag, the value and the allowed range.

@@ -45,8 +45,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         memory_init: args.plugin_memory_init,
     })?;
     // Where a swap candidate's smoke checks run: not the serving engine (no epoch
-    // interruption there), but one whose calls have a deadline.
-    let conformance = PluginRuntime::new(RuntimeOptions {
+    // interruption there), but one whose calls have a deadline, made anew for each candidate.
+    let conformance = RuntimeOptions {
         memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
         max_instances: 1,
         cache_dir: precompiled,
@@ -54,7 +54,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         call_deadline: Some(turnstile_host::check::CALL_DEADLINE),
         observer: None,
         memory_init: args.plugin_memory_init,
-    })?;
+    };
     let source = args.plugin_source();
     let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
         .context("loading the plugin")?;
@@ -81,7 +81,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         Arc::new(PluginSlot::new(plugin, source)),
         Runtimes {
             serving: Arc::new(runtime),
-            conformance: Arc::new(conformance),
+            conformance,
         },
         plugin_config,
         MAX_IDLE_CONNECTIONS,

@@ -7,7 +7,8 @@ mod load;
 mod process;
 mod run;
 
-pub use args::{GlobalFailure, LogFormat, ServeArgs, ServeConfigError};
+pub use crate::logging::LogFormat;
+pub use args::{GlobalFailure, ServeArgs, ServeConfigError};
 pub use layers::{Origin, Problem, ResolveError, env_name, resolve, resolve_file};
 pub use load::{MAX_IDLE_CONNECTIONS, load};
 pub use process::{listener, serve};

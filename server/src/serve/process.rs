@@ -62,7 +62,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         && error.is::<DrainTimeout>()
     {
         // A plugin call still runs on a blocking thread and nothing can stop it (no epoch, no
-        // fuel: by design). Exit now, without tearing the runtime down under it.
+        // fuel: by design). Exit now, without tearing the runtime down under it (the log's
+        // buffered lines written first: they say which calls were still running).
+        crate::logging::finish();
         std::process::exit(1);
     }
     runtime.shutdown_timeout(Duration::from_millis(100));

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -15,8 +15,9 @@ use nix::unistd::Pid;
 
 use super::report::ChildReport;
 
-/// Captured output kept per stream.
-const MAX_CAPTURE: usize = 256 * 1024;
+/// Captured output kept per stream: the newest lines, so a late wait for a line still sees
+/// what was logged last (and a failure shows it).
+const MAX_CAPTURE: usize = 1024 * 1024;
 /// The fd the child finds its listener on.
 const CHILD_FD: i32 = 3;
 
@@ -38,14 +39,29 @@ fn capture(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> Join
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
             let Ok(line) = line else { break };
-            if let Ok(mut text) = into.lock()
-                && text.len() + line.len() < MAX_CAPTURE
-            {
-                text.push_str(&line);
-                text.push('\n');
+            if let Ok(mut text) = into.lock() {
+                keep_newest(&mut text, &line);
             }
         }
     })
+}
+
+/// Appends `line` to `text`, then drops the oldest whole lines while it is over
+/// [`MAX_CAPTURE`] (a single line longer than that is kept cut to its end).
+fn keep_newest(text: &mut String, line: &str) {
+    text.push_str(line);
+    text.push('\n');
+    if text.len() > MAX_CAPTURE {
+        let mut cut = text.len() - MAX_CAPTURE;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let cut = match text[cut..].find('\n') {
+            Some(at) if cut + at + 1 < text.len() => cut + at + 1,
+            _ => cut,
+        };
+        text.drain(..cut);
+    }
 }
 
 impl ServerChild {
@@ -56,6 +72,39 @@ impl ServerChild {
         args: &[String],
         startup_timeout: Duration,
     ) -> anyhow::Result<Self> {
+        let mut server = Self::spawn(name, binary, args, true)?;
+        let deadline = Instant::now() + startup_timeout;
+        while Instant::now() < deadline {
+            if server.logged("turnstile ready") {
+                server.startup_observed = true;
+                break;
+            }
+            if server.child.try_wait()?.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(server)
+    }
+
+    /// Starts `binary serve --fd 3 ARGS` with its stdout and stderr on pipes that nobody reads
+    /// (a stuck log shipper), handed to the caller to read when it chooses. Nothing waits for
+    /// readiness: the listener is already bound, so a request waits until the child serves.
+    pub fn start_unread(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+    ) -> anyhow::Result<(Self, ChildStdout, ChildStderr)> {
+        let mut server = Self::spawn(name, binary, args, false)?;
+        let stdout = server.child.stdout.take();
+        let stderr = server.child.stderr.take();
+        let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+            anyhow::bail!("the child's output pipes are missing");
+        };
+        Ok((server, stdout, stderr))
+    }
+
+    fn spawn(name: &str, binary: &Path, args: &[String], read: bool) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let mut full_args = vec!["serve".to_owned(), "--fd".to_owned(), CHILD_FD.to_string()];
@@ -74,15 +123,17 @@ impl ServerChild {
         let stdout = Arc::new(Mutex::new(String::new()));
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut readers = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            readers.push(capture(out, Arc::clone(&stdout)));
-        }
-        if let Some(err) = child.stderr.take() {
-            readers.push(capture(err, Arc::clone(&stderr)));
+        if read {
+            if let Some(out) = child.stdout.take() {
+                readers.push(capture(out, Arc::clone(&stdout)));
+            }
+            if let Some(err) = child.stderr.take() {
+                readers.push(capture(err, Arc::clone(&stderr)));
+            }
         }
         let mut command = vec![binary.display().to_string()];
         command.extend(full_args);
-        let mut server = Self {
+        Ok(Self {
             name: name.to_owned(),
             command,
             addr,
@@ -91,24 +142,26 @@ impl ServerChild {
             stderr,
             readers,
             startup_observed: false,
-        };
-        let deadline = Instant::now() + startup_timeout;
-        while Instant::now() < deadline {
-            if server.logged("turnstile ready") {
-                server.startup_observed = true;
-                break;
-            }
-            if server.child.try_wait()?.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Ok(server)
+        })
     }
 
     /// Whether its log (stderr) so far contains `needle`.
     pub fn logged(&self, needle: &str) -> bool {
         self.stderr.lock().is_ok_and(|t| t.contains(needle))
+    }
+
+    /// The newest part of its log (stderr), at most the last `bytes` of what is kept.
+    pub fn log_tail(&self, bytes: usize) -> String {
+        self.stderr.lock().map_or_else(
+            |_| String::new(),
+            |text| {
+                let mut from = text.len().saturating_sub(bytes);
+                while !text.is_char_boundary(from) {
+                    from += 1;
+                }
+                text[from..].to_owned()
+            },
+        )
     }
 
     /// Sends SIGHUP: the operator's "reload the configured plugin".
@@ -169,5 +222,29 @@ impl Drop for ServerChild {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_CAPTURE, keep_newest};
+
+    #[test]
+    fn the_capture_keeps_the_newest_whole_lines() {
+        let mut text = String::new();
+        let line = "x".repeat(999);
+        for n in 0..3 * MAX_CAPTURE / 1000 {
+            keep_newest(&mut text, &format!("{n} {line}"));
+        }
+        assert!(text.len() <= MAX_CAPTURE, "{}", text.len());
+        assert!(text.len() > MAX_CAPTURE - 2_000, "{}", text.len());
+        let last = 3 * MAX_CAPTURE / 1000 - 1;
+        assert!(text.ends_with(&format!("{last} {line}\n")));
+        // Whole lines only: the first kept line starts at a line's start.
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.split(' ').next().unwrap().parse::<usize>().is_ok(),
+            "{first:.20}"
+        );
     }
 }

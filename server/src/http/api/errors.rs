@@ -256,7 +256,8 @@ impl UnauthorizedBody {
 pub struct SwapFailedBody {
     status: SwapFailedStatus,
     /// `plugin_unreadable`, `sha256_mismatch`, `sha256_required`, `incompatible_plugin`,
-    /// `corpus_unavailable`, `timeout` or `smoke_failed`.
+    /// `corpus_unavailable`, `timeout`, `smoke_failed`, `swap_conflict` (another swap installed
+    /// a generation meanwhile) or `swap_busy` (two candidates are being checked already).
     error: &'static str,
     /// For a person.
     detail: String,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::broadcast::error::RecvError;
 use turnstile_gate::{Gate, MAX_EVENTS};
@@ -23,6 +23,11 @@ use crate::http::state::AppState;
 /// The kernel send buffer of an `/events` connection: with [`super::hub::FRAMES_BUFFERED`] frames, what
 /// a subscriber that stops reading can hold before it is dropped.
 pub const STREAM_SEND_BUFFER: usize = 64 * 1024;
+
+/// A stream that has sent nothing for this long sends a comment line (`:`), so that a proxy
+/// between it and its reader does not take it for dead. The server itself never cuts a stream
+/// that its reader reads: the idle timeout applies between requests, not to a response.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// How long a browser waits before reconnecting a dropped stream, in milliseconds.
 const RECONNECT_MS: u64 = 1_000;
@@ -113,7 +118,7 @@ pub async fn events(
         gate: state.admission.gate().clone(),
     }
     .into_stream(first.into_iter().flatten());
-    Ok(Sse::new(stream))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
 }
 
 /// What a new stream sends first.
