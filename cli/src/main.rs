@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
 use turnstile_host::check::CheckArgs;
 use turnstile_server::serve::{LogFormat, ServeArgs};
 use turnstile_tools::drive::DriveArgs;
@@ -72,20 +71,7 @@ enum ConfigCommand {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .init(),
-    }
+    turnstile_server::logging::init_stderr(format);
 }
 
 fn main() -> anyhow::Result<()> {

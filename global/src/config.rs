@@ -33,10 +33,14 @@ pub struct GlobalConfig {
 /// How long one Redis call may take before it counts as a failure.
 pub const CALL_TIMEOUT: Duration = Duration::from_millis(200);
 
-/// A waiter re-checks its place at least this often, even without a wake-up message.
+/// A replica's oldest waiter re-checks its place at least this often, even without a wake-up
+/// message; the others wait for their turn (the oldest is woken when a lease is released, and
+/// the next one whenever a waiter's acquire ends).
 pub const RECHECK_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Consecutive failures that open the circuit.
+/// Consecutive failures that open the circuit; until it opens, a waiter whose Redis call failed
+/// asks again (one stall is not evidence), and only then does the failure mode (open or closed)
+/// decide.
 pub const BREAKER_FAILURES: u32 = 3;
 
 /// How long an open circuit skips Redis before trying it again.

@@ -10,6 +10,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::breaker::Breaker;
+#[cfg(doc)]
+use crate::config::BREAKER_FAILURES;
 use crate::config::{CALL_TIMEOUT, FailureMode, GlobalConfig, RECHECK_INTERVAL};
 use crate::error::GlobalError;
 use crate::heartbeat::{heartbeat, wake_ups};
@@ -54,7 +56,7 @@ impl GlobalGate {
                 started: OnceLock::new(),
                 held: Mutex::default(),
                 waiting: Mutex::default(),
-                wake: Notify::new(),
+                wakers: Mutex::default(),
                 breaker: Breaker::default(),
                 stats: Stats::default(),
                 last_error: Mutex::default(),
@@ -105,12 +107,13 @@ impl GlobalGate {
         let Some(started) = inner.started.get() else {
             return failed(inner, "the global gate was not started");
         };
-        let id = format!(
-            "{}:{}",
-            inner.replica,
-            inner.next_id.fetch_add(1, Ordering::Relaxed)
-        );
+        let number = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}:{number}", inner.replica);
         let since = Instant::now();
+        // Its own wake-up signal, in this replica's line of waiters (by its place in the global
+        // queue) from its first queued answer until this call ends.
+        let mut waker = Waiter::new(inner, number);
+        let signal = Arc::clone(&waker.signal);
         // Armed from the first call: if this future is dropped while a call is in flight, the
         // id is released (whether Redis queued it, granted it, or never saw it).
         let mut queued = Queued {
@@ -124,8 +127,8 @@ impl GlobalGate {
                 queued.leave();
                 return failed(inner, "circuit open: Redis failed repeatedly");
             }
-            // Registered before the call: a release published while it runs is not missed.
-            let woken = inner.wake.notified();
+            // A release published while the call runs is not missed: the signal is kept.
+            let woken = signal.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
             let k = &inner.keys;
@@ -140,12 +143,14 @@ impl GlobalGate {
                 .arg(c.max_active)
                 .arg(c.max_waiting)
                 .arg(c.lease_ttl.as_millis() as u64);
-            match inner
-                .call::<(i64, i64)>(started, &invocation, "acquire")
+            let answer = inner
+                .call::<Vec<i64>>(started, &invocation, "acquire")
                 .await
-            {
-                Some((1, _)) => {
+                .map(|a| (a.first().copied(), a.get(2).copied()));
+            match answer {
+                Some((Some(1), _)) => {
                     queued.disarm();
+                    drop(waker);
                     lock(&inner.held).insert(id.clone());
                     inner.stats.granted.fetch_add(1, Ordering::Relaxed);
                     inner
@@ -157,20 +162,32 @@ impl GlobalGate {
                         id,
                     }));
                 }
-                Some((-1, _)) => {
+                Some((Some(-1), _)) => {
                     queued.disarm();
                     inner.stats.queue_full.fetch_add(1, Ordering::Relaxed);
                     return Err(GlobalRefusal::QueueFull);
                 }
-                Some(_) => {}
+                Some((_, ticket)) => waker.queued(ticket.unwrap_or(0).max(0) as u64),
+                // One failed call is no evidence that Redis is gone (a stall, a reconnect): ask
+                // again at once. Only when the breaker opens ([`BREAKER_FAILURES`] failures in a
+                // row, across this replica's calls) does the failure mode decide, at the top of
+                // the loop; the deadline still bounds the wait.
                 None => {
-                    queued.leave();
-                    return failed(inner, "Redis failed or timed out");
+                    if Instant::now() >= deadline {
+                        queued.leave();
+                        inner.stats.wait_timeout.fetch_add(1, Ordering::Relaxed);
+                        return Err(GlobalRefusal::WaitTimeout);
+                    }
+                    continue;
                 }
             }
+            // Only this replica's oldest waiter re-checks on its own (a lost message, a dead
+            // replica's waiter expiring at the head): the others wait for their turn.
+            let oldest =
+                waker.key.is_some() && lock(&inner.wakers).keys().next() == waker.key.as_ref();
             tokio::select! {
                 () = &mut woken => {}
-                () = tokio::time::sleep(RECHECK_INTERVAL) => {}
+                () = tokio::time::sleep(RECHECK_INTERVAL), if oldest => {}
                 () = tokio::time::sleep_until(deadline) => {
                     queued.leave();
                     inner.stats.wait_timeout.fetch_add(1, Ordering::Relaxed);
@@ -256,5 +273,51 @@ fn failed(inner: &Inner, why: &str) -> Result<Admission, GlobalRefusal> {
             inner.stats.unavailable.fetch_add(1, Ordering::Relaxed);
             Err(GlobalRefusal::Unavailable)
         }
+    }
+}
+
+/// A waiter's place in this replica's line, ordered as the global queue orders it (its ticket,
+/// then its number): its wake-up signal, registered from its first queued answer while it
+/// waits, gone when the acquire ends (granted, refused or dropped).
+struct Waiter<'a> {
+    inner: &'a Inner,
+    number: u64,
+    key: Option<(u64, u64)>,
+    signal: Arc<Notify>,
+}
+
+impl<'a> Waiter<'a> {
+    fn new(inner: &'a Inner, number: u64) -> Self {
+        Self {
+            inner,
+            number,
+            key: None,
+            signal: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Redis queued it with `ticket` (a new one if Redis lost the queue and it joined again).
+    fn queued(&mut self, ticket: u64) {
+        let key = (ticket, self.number);
+        if self.key != Some(key) {
+            let mut wakers = lock(&self.inner.wakers);
+            if let Some(old) = self.key.take() {
+                wakers.remove(&old);
+            }
+            wakers.insert(key, Arc::clone(&self.signal));
+            self.key = Some(key);
+        }
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            lock(&self.inner.wakers).remove(&key);
+        }
+        // The next waiter asks in its turn: a lease may be free (this one was granted and
+        // several were released at once, or it left with a wake-up it did not use). One
+        // command more per waiter that ends, whatever the length of the queue.
+        self.inner.wake_oldest();
     }
 }

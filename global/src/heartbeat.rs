@@ -51,8 +51,8 @@ pub(crate) async fn heartbeat(inner: Arc<Inner>) {
     }
 }
 
-/// Wakes this replica's waiters when any replica releases a lease (pub/sub); reconnects after
-/// a failure. Waiters also re-check on their own, so a lost message only delays them.
+/// Wakes this replica's oldest waiter when any replica releases a lease (pub/sub); reconnects
+/// after a failure. Waiters also re-check on their own, so a lost message only delays them.
 pub(crate) async fn wake_ups(inner: Arc<Inner>) {
     loop {
         if let Ok(Ok(mut pubsub)) =
@@ -62,7 +62,7 @@ pub(crate) async fn wake_ups(inner: Arc<Inner>) {
         {
             let mut messages = pubsub.on_message();
             while messages.next().await.is_some() {
-                inner.wake.notify_waiters();
+                inner.wake_oldest();
             }
         }
         tokio::time::sleep(BREAKER_OPEN_FOR).await;

@@ -1,7 +1,7 @@
 //! The engine shared by a replica's gate, its leases and its background tasks: the Redis client
 //! and connection, the scripts, what this replica holds and waits for, the breaker and the counts.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -32,7 +32,9 @@ pub(crate) struct Inner {
     pub(crate) started: OnceLock<Started>,
     pub(crate) held: Mutex<HashSet<String>>,
     pub(crate) waiting: Mutex<HashSet<String>>,
-    pub(crate) wake: Notify,
+    /// This replica's queued waiters in the global queue's order (ticket, then number), each
+    /// woken by its own signal.
+    pub(crate) wakers: Mutex<BTreeMap<(u64, u64), Arc<Notify>>>,
     pub(crate) breaker: Breaker,
     pub(crate) stats: Stats,
     pub(crate) last_error: Mutex<Option<String>>,
@@ -49,6 +51,16 @@ impl Inner {
         self.stats.failures.fetch_add(1, Ordering::Relaxed);
         *lock(&self.last_error) = Some(error.to_owned());
         tracing::warn!(error, "global gate: Redis call failed");
+    }
+
+    /// Wakes this replica's oldest waiter (a lease was released somewhere): only the waiter that
+    /// may now be at the head of the global queue asks Redis again, so the commands a release
+    /// causes do not grow with the number of waiters. A signal sent while that waiter is between
+    /// two checks is kept for its next wait.
+    pub(crate) fn wake_oldest(&self) {
+        if let Some(waker) = lock(&self.wakers).values().next() {
+            waker.notify_one();
+        }
     }
 
     /// Gives `id` back (a lease or a place in the queue), in the background, bounded.

@@ -57,6 +57,21 @@ pub fn init(format: LogFormat, buffer_lines: u64) {
     // A second init in one process keeps the first counter (the first writer is the one
     // installed as the global subscriber).
     let _ = DROPPED.set(writer.error_counter());
+    install(format, writer);
+    *GUARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard);
+}
+
+/// Installs a log that writes straight to stderr (a command-line tool's: `check`, `eval`,
+/// `load`, `drive`, where waiting for the terminal is what a person expects).
+pub fn init_stderr(format: LogFormat) {
+    install(format, std::io::stderr);
+}
+
+/// The subscriber: `RUST_LOG` (default `info`) in `format`, written by `writer`.
+fn install<W>(format: LogFormat, writer: W)
+where
+    W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
+{
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -71,7 +86,6 @@ pub fn init(format: LogFormat, buffer_lines: u64) {
             .with_span_list(false)
             .init(),
     }
-    *GUARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard);
 }
 
 /// Writes the lines still buffered (waiting at most about a second for a slow sink) and stops

@@ -1,7 +1,8 @@
 -- Take a global lease for ARGV[1], or join the FIFO queue, or refuse. Atomic; times from Redis.
 -- KEYS: holders (zset id -> lease expiry ms), queue (zset id -> ticket), queue_exp (zset id ->
 -- waiter expiry ms), seq (ticket counter). ARGV: id, max_active, max_waiting, ttl_ms.
--- Returns {1, 0} granted, {0, rank} waiting at `rank` (0 = next), {-1, waiting} queue full.
+-- Returns {1, 0} granted, {0, rank, ticket} waiting at `rank` (0 = next) with its place in line
+-- (`ticket`: the FIFO order, fixed while it waits), {-1, waiting} queue full.
 local holders, queue, queue_exp, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id = ARGV[1]
 local max_active, max_waiting, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -42,4 +43,4 @@ if rank < max_active - active then
   return {1, 0}
 end
 redis.call('ZADD', queue_exp, now + ttl, id)
-return {0, rank}
+return {0, rank, tonumber(redis.call('ZSCORE', queue, id))}
