@@ -269,20 +269,29 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
             }
         })
     };
-    // Requests flow while the stuck reader's buffers fill and it stalls.
+    // Requests flow while the stuck reader's buffers fill and it stalls. Each waits for the
+    // reading stream to have the events before it, so that a busy test machine slowing the
+    // reader can never push the gate past what it retains (a reader that far behind is told what
+    // it missed, by design): the stuck reader is what this test watches.
     let mut served = 0;
     let dropped = eventually("the stuck reader dropped", || {
         let server = &server;
+        let seen = std::sync::Arc::clone(&seen);
         served += 1;
         async move {
             let (status, _) = server.retrieve(json!({"question": "json dumps"})).await;
             assert_eq!(status, 200);
             let state = server.get_json("/state").await;
             if state["live"]["dropped"] == 1 {
-                Ok(state)
-            } else {
-                Err(state["live"].to_string())
+                return Ok(state);
             }
+            let newest = newest_order(&state);
+            eventually("the reading stream keeps up", || {
+                let seen = std::sync::Arc::clone(&seen);
+                async move { caught_up(&seen, newest) }
+            })
+            .await;
+            Err(state["live"].to_string())
         }
     })
     .await;
@@ -298,19 +307,10 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
         "{scrape}"
     );
     // The reader that reads got every event up to then, in order, none missed.
-    let last = dropped["events"].as_array().unwrap().last().unwrap()["order"]
-        .as_u64()
-        .unwrap();
+    let last = newest_order(&dropped);
     eventually("the reading stream has every event", || {
         let seen = std::sync::Arc::clone(&seen);
-        async move {
-            let seen = seen.lock().unwrap();
-            if seen.0.last().is_some_and(|o| *o >= last) {
-                Ok(())
-            } else {
-                Err(format!("{:?}", seen.0.last()))
-            }
-        }
+        async move { caught_up(&seen, last) }
     })
     .await;
     reading.abort();
@@ -325,6 +325,23 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nothing_else_slows() {
     );
     drop(stuck);
     server.stop().await;
+}
+
+/// The order of the newest event a `/state` body lists.
+fn newest_order(state: &Value) -> u64 {
+    state["events"].as_array().unwrap().last().unwrap()["order"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Whether the orders a reader collected reach `order`.
+fn caught_up(seen: &std::sync::Mutex<(Vec<u64>, u64)>, order: u64) -> Result<(), String> {
+    let seen = seen.lock().unwrap();
+    if seen.0.last().is_some_and(|o| *o >= order) {
+        Ok(())
+    } else {
+        Err(format!("reached {:?}, waiting for {order}", seen.0.last()))
+    }
 }
 
 /// The page in headless Chromium (Playwright for Python, installed by `tests/setup.sh`): after a
