@@ -23,6 +23,9 @@ pub mod check;
 pub mod contract;
 mod error;
 pub mod eval;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kit;
 mod observe;
 mod output;

@@ -14,6 +14,9 @@
 
 pub mod admission;
 pub mod edge;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod logging;
 pub mod metrics;

@@ -16,7 +16,12 @@ use super::body::{read_body, require_json};
 use super::error::ApiError;
 use super::state::AppState;
 use turnstile_host::swap::Trigger;
-use turnstile_host::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config};
+use turnstile_host::{
+    MAX_PLUGIN_CONFIG_ENTRIES, PluginConfig, PluginSource, Sha256Hex, plugin_config, sanitize,
+};
+
+/// How much of a refused value an error message quotes, in bytes (cut and escaped).
+pub(crate) const MAX_QUOTED_BYTES: usize = 256;
 
 /// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
 pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;
@@ -67,6 +72,57 @@ impl<'de> Deserialize<'de> for ConfigEntries {
     }
 }
 
+/// A `POST /admin/plugin` body, validated: what to swap to, with what pin and settings.
+#[derive(Debug)]
+pub(crate) struct SwapOrder {
+    /// The candidate.
+    pub source: PluginSource,
+    /// The admin trigger, with the pinned digest if one was given.
+    pub trigger: Trigger,
+    /// The candidate's own settings, if given.
+    pub config: Option<PluginConfig>,
+}
+
+impl SwapOrder {
+    /// Validates a body: 422 `invalid_swap_request`, `invalid_sha256` or
+    /// `invalid_plugin_config`, with a message that is cut and escaped (it can quote the body).
+    pub(crate) fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        let request: SwapRequest = serde_json::from_slice(body).map_err(|e| {
+            ApiError::invalid(
+                InvalidCode::InvalidSwapRequest,
+                format!(
+                    "expected {{\"path\", \"sha256\"?, \"config\"?}}: {}",
+                    sanitize(&e.to_string(), MAX_QUOTED_BYTES)
+                ),
+            )
+        })?;
+        let expected = match request.sha256.as_deref().map(str::parse::<Sha256Hex>) {
+            None => None,
+            Some(Ok(hex)) => Some(hex),
+            Some(Err(e)) => {
+                return Err(ApiError::invalid(
+                    InvalidCode::InvalidSha256,
+                    sanitize(&e.to_string(), MAX_QUOTED_BYTES),
+                ));
+            }
+        };
+        let config = match request.config {
+            None => None,
+            Some(ConfigEntries(entries)) => Some(plugin_config(entries).map_err(|e| {
+                ApiError::invalid(
+                    InvalidCode::InvalidPluginConfig,
+                    format!("`config`: {}", sanitize(&e.to_string(), MAX_QUOTED_BYTES)),
+                )
+            })?),
+        };
+        Ok(Self {
+            source: PluginSource::File(request.path.into()),
+            trigger: Trigger::Admin { sha256: expected },
+            config,
+        })
+    }
+}
+
 /// `POST /admin/plugin`: replace the served plugin without a restart.
 #[utoipa::path(
     post,
@@ -92,28 +148,12 @@ pub async fn swap_plugin(
 ) -> Result<Json<SwappedBody>, ApiError> {
     require_json(&headers)?;
     let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
-    let request: SwapRequest = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            InvalidCode::InvalidSwapRequest,
-            format!("expected {{\"path\", \"sha256\"?, \"config\"?}}: {e}"),
-        )
-    })?;
-    let expected = match request.sha256.as_deref().map(str::parse::<Sha256Hex>) {
-        None => None,
-        Some(Ok(hex)) => Some(hex),
-        Some(Err(e)) => {
-            return Err(ApiError::invalid(InvalidCode::InvalidSha256, e.to_string()));
-        }
-    };
-    let config = match request.config {
-        None => None,
-        Some(ConfigEntries(entries)) => Some(plugin_config(entries).map_err(|e| {
-            ApiError::invalid(InvalidCode::InvalidPluginConfig, format!("`config`: {e}"))
-        })?),
-    };
-    let source = PluginSource::File(request.path.into());
+    let SwapOrder {
+        source,
+        trigger,
+        config,
+    } = SwapOrder::parse(&body)?;
     let swap = Arc::clone(&state.swap);
-    let trigger = Trigger::Admin { sha256: expected };
     let outcome = tokio::task::spawn_blocking(move || swap.swap(source, trigger, config))
         .await
         .map_err(|_| ApiError::Internal { request_id: 0 })?;

@@ -2,7 +2,7 @@
 //! decided here, before any lease or worker is involved. [`routes`] names every route once.
 
 pub mod access;
-mod admin;
+pub(crate) mod admin;
 pub mod api;
 mod body;
 mod error;
@@ -22,7 +22,7 @@ pub use admin::MAX_ADMIN_BODY_BYTES;
 pub use body::DRAIN_BYTES;
 pub use error::ApiError;
 pub use policy::AdminPolicy;
-pub use request::{MAX_BODY_BYTES, RetrieveRequest};
+pub use request::{MAX_BODY_BYTES, MAX_QUESTION_CHARS, RetrieveRequest};
 pub use request_id::{MAX_REQUEST_ID_BYTES, REQUEST_ID_HEADER, RequestId};
 pub use routes::{app, openapi_json, routes};
 pub use state::{AppState, HealthPolicy, Policies};

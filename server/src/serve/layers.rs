@@ -31,6 +31,15 @@ pub fn resolve(
     argv: impl IntoIterator<Item = OsString>,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<ServeArgs, ResolveError> {
+    resolve_reading(argv, env, &|path| std::fs::read_to_string(path))
+}
+
+/// [`resolve`], with the config file's text from `read` (the fuzz target gives it its bytes).
+pub(crate) fn resolve_reading(
+    argv: impl IntoIterator<Item = OsString>,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
+) -> Result<ServeArgs, ResolveError> {
     let command = ServeArgs::augment_args(Command::new("serve"));
     // The command line's shape first (an unknown flag, a missing value: clap cannot read past
     // them), with every value taken as it is; each value is checked below, with the others.
@@ -44,7 +53,7 @@ pub fn resolve(
         .map_err(ResolveError::Flags)?;
     let mut problems = Vec::new();
     let file = match given.get_one::<OsString>("config") {
-        Some(path) => read_file(Path::new(path), &command, &mut problems)?,
+        Some(path) => read_file(Path::new(path), read, &command, &mut problems)?,
         None => BTreeMap::new(),
     };
     let mut merged = vec![OsString::from("serve")];
@@ -150,8 +159,7 @@ fn check_value(command: &Command, arg: &Arg, value: &OsStr) -> Result<(), String
                 .map(|_| ())
         }
         _ => {
-            let flag = OsString::from(format!("--{long}"));
-            let argv = [OsStr::new("serve"), &flag, value];
+            let argv = [OsStr::new("serve"), &flag_with_value(long, value)];
             command.clone().try_get_matches_from(argv).map(|_| ())
         }
     };
@@ -164,7 +172,6 @@ fn check_value(command: &Command, arg: &Arg, value: &OsStr) -> Result<(), String
 }
 
 fn push(argv: &mut Vec<OsString>, long: &str, action: &ArgAction, values: Vec<OsString>) {
-    let flag = OsString::from(format!("--{long}"));
     match action {
         // A switch: present when its value is true.
         ArgAction::SetTrue => {
@@ -172,16 +179,20 @@ fn push(argv: &mut Vec<OsString>, long: &str, action: &ArgAction, values: Vec<Os
                 .iter()
                 .any(|v| matches!(v.to_str(), Some("true" | "1" | "yes" | "on")))
             {
-                argv.push(flag);
+                argv.push(OsString::from(format!("--{long}")));
             }
         }
-        _ => {
-            for value in values {
-                argv.push(flag.clone());
-                argv.push(value);
-            }
-        }
+        _ => argv.extend(values.iter().map(|value| flag_with_value(long, value))),
     }
+}
+
+/// `--long=value`: one argument, so that a value from a file or the environment that starts
+/// with `-` (`"-5"`, `"--help"`) is that flag's value — refused by its own bounds or taken as it
+/// is — and never read as another flag.
+fn flag_with_value(long: &str, value: &OsStr) -> OsString {
+    let mut flag = OsString::from(format!("--{long}="));
+    flag.push(value);
+    flag
 }
 
 /// Where a setting's value came from.
@@ -290,10 +301,11 @@ impl ResolveError {
 /// of them; only a file that cannot be read or parsed stops here.
 fn read_file(
     path: &Path,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
     command: &Command,
     problems: &mut Vec<Problem>,
 ) -> Result<BTreeMap<String, (usize, Vec<String>)>, ResolveError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ResolveError::Read {
+    let text = read(path).map_err(|source| ResolveError::Read {
         path: path.to_owned(),
         source,
     })?;

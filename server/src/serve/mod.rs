@@ -2,7 +2,7 @@
 //! SIGTERM/SIGINT and a plugin reload on SIGHUP; and where its settings come from.
 
 mod args;
-mod layers;
+pub(crate) mod layers;
 mod load;
 mod process;
 mod run;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the fuzz targets, each for a set time, as hyper and wasmtime do with cargo-fuzz
+# (libFuzzer). Not in CI: fuzzing needs a nightly toolchain and hours, not minutes. What each
+# target checks is in `turnstile_server::fuzzing` and `turnstile_host::fuzzing`.
+#
+#   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 300 s, every target)
+#
+# Each target starts from its seeds (`fuzz/seeds/T/`) and every case it ever failed on
+# (`fuzz/regressions/T/`), and grows a working corpus in `fuzz/corpus/T/` (not committed). An
+# input that fails is written to `fuzz/artifacts/T/`; once the bug is fixed, copy it to
+# `fuzz/regressions/T/`, where `cargo test` runs it on stable. The script runs every target and
+# exits non-zero if any failed.
+#
+# No sanitizer: the code under test is safe Rust (the workspace denies `unsafe`), so what there
+# is to find is a panic, an overflow (debug assertions are on) or a broken invariant — and
+# AddressSanitizer would double the build and slow every run.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+seconds="${1:-300}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(retrieve_body swap_body config_file plugin_result)
+
+# Nightly for libFuzzer's instrumentation; the host's build script builds the shipped plugins
+# with the same toolchain, so it needs the guests' target too. cargo-fuzz from crates.io, pinned.
+rustup toolchain install nightly --profile minimal --target wasm32-wasip2
+command -v cargo-fuzz >/dev/null || cargo +nightly install cargo-fuzz --locked --version 0.13.2
+
+# One target directory with the workspace's (its own folder: other flags, other toolchain).
+export CARGO_TARGET_DIR="$PWD/../target/fuzz"
+
+max_len() {
+    case "$1" in
+        retrieve_body) echo 8192 ;;  # MAX_BODY_BYTES
+        swap_body) echo 65536 ;;     # MAX_ADMIN_BODY_BYTES
+        config_file) echo 16384 ;;
+        plugin_result) echo 65536 ;;
+    esac
+}
+
+failed=()
+for target in "${targets[@]}"; do
+    mkdir -p "corpus/$target" "artifacts/$target" "regressions/$target"
+    echo "== $target: ${seconds} s ($(date -u +%H:%M:%S))"
+    if ! cargo +nightly fuzz run --sanitizer none --debug-assertions "$target" \
+        "corpus/$target" "seeds/$target" "regressions/$target" -- \
+        -max_total_time="$seconds" -max_len="$(max_len "$target")" \
+        -artifact_prefix="artifacts/$target/" -print_final_stats=1; then
+        failed+=("$target")
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "failed: ${failed[*]} (inputs in fuzz/artifacts/)" >&2
+    exit 1
+fi
+echo "no target failed"
