@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets, each for a set time, as hyper and wasmtime do with cargo-fuzz
-# (libFuzzer). Not in CI: fuzzing needs a nightly toolchain and hours, not minutes. What each
-# target checks is in `turnstile_server::fuzzing` and `turnstile_host::fuzzing`.
+# (libFuzzer). Not in CI: fuzzing takes hours, not minutes (`cargo test` runs every kept case).
+# What each target checks is in `turnstile_server::fuzzing` and `turnstile_host::fuzzing`.
 #
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 300 s, every target)
 #
@@ -11,9 +11,9 @@
 # `fuzz/regressions/T/`, where `cargo test` runs it on stable. The script runs every target and
 # exits non-zero if any failed.
 #
-# No sanitizer: the code under test is safe Rust (the workspace denies `unsafe`), so what there
-# is to find is a panic, an overflow (debug assertions are on) or a broken invariant — and
-# AddressSanitizer would double the build and slow every run.
+# No sanitizer (so no nightly toolchain): the code under test is safe Rust (the workspace
+# denies `unsafe`), so what there is to find is a panic, an overflow (debug assertions are on)
+# or a broken invariant — and AddressSanitizer would double the build and slow every run.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,10 +22,15 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(retrieve_body swap_body config_file plugin_result)
 
-# Nightly for libFuzzer's instrumentation; the host's build script builds the shipped plugins
-# with the same toolchain, so it needs the guests' target too. cargo-fuzz from crates.io, pinned.
-rustup toolchain install nightly --profile minimal --target wasm32-wasip2
-command -v cargo-fuzz >/dev/null || cargo +nightly install cargo-fuzz --locked --version 0.13.2
+# The project's own toolchain (rust-toolchain.toml): without a sanitizer, libFuzzer's coverage
+# instrumentation needs only stable flags (-Cpasses=sancov-module, -Cllvm-args). cargo-fuzz from
+# crates.io, pinned.
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 0.13.2
+# Debug assertions (overflow checks) on; 16 codegen units: wasmtime and Cranelift are built
+# too (the host links them), and with cargo-fuzz's default of 1 that build takes most of an hour
+# on 2 cores.
+build=(--sanitizer none --debug-assertions --codegen-units 16)
+cargo fuzz build "${build[@]}"
 
 # One target directory with the workspace's (its own folder: other flags, other toolchain).
 export CARGO_TARGET_DIR="$PWD/../target/fuzz"
@@ -43,7 +48,7 @@ failed=()
 for target in "${targets[@]}"; do
     mkdir -p "corpus/$target" "artifacts/$target" "regressions/$target"
     echo "== $target: ${seconds} s ($(date -u +%H:%M:%S))"
-    if ! cargo +nightly fuzz run --sanitizer none --debug-assertions "$target" \
+    if ! cargo fuzz run "${build[@]}" "$target" \
         "corpus/$target" "seeds/$target" "regressions/$target" -- \
         -max_total_time="$seconds" -max_len="$(max_len "$target")" \
         -artifact_prefix="artifacts/$target/" -print_final_stats=1; then

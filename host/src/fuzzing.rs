@@ -1,4 +1,4 @@
-//! What the `plugin_result` fuzz target checks (`fuzz/`, run by `cargo fuzz` on nightly:
+//! What the `plugin_result` fuzz target checks (`fuzz/`, run by `cargo fuzz`:
 //! `fuzz/run.sh`): the host's checks of a plugin's answer at the WIT boundary, on arbitrary
 //! source lists, against a plain statement of the contract; and the escaping of what a plugin
 //! chose before it reaches a log line. `cargo test` runs the kept cases on stable

@@ -1,4 +1,4 @@
-//! What the fuzz targets check (`fuzz/`, run by `cargo fuzz` on nightly: `fuzz/run.sh`), and the
+//! What the fuzz targets check (`fuzz/`, run by `cargo fuzz`: `fuzz/run.sh`), and the
 //! regression cases they found, which `cargo test` runs on stable.
 //!
 //! Each check takes the fuzzer's bytes and panics when the code under test misbehaves: a panic
