@@ -10,6 +10,7 @@ mod admin;
 mod api;
 mod check;
 mod config;
+mod corpus;
 mod drive;
 mod edge;
 mod eval;

@@ -1,5 +1,5 @@
-//! The `turnstile` command: the server (`serve`, `check`, `config check`) and its client tools
-//! (`drive`, `load`) behind one binary.
+//! The `turnstile` command: the server (`serve`, `check`, `config check`), its client tools
+//! (`drive`, `load`) and the corpus builder (`corpus build`) behind one binary.
 
 use std::path::PathBuf;
 
@@ -39,6 +39,9 @@ enum Command {
     /// Work with `serve`'s config file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Make a corpus from your own documents: `turnstile corpus build SRC… --out FILE`.
+    #[command(subcommand)]
+    Corpus(CorpusCommand),
     /// Print the HTTP API's OpenAPI 3.1 document (what `GET /openapi.json` serves).
     Openapi,
     /// Start something new: `turnstile new plugin --lang rust|python|js DIR`.
@@ -58,6 +61,15 @@ enum NewCommand {
         /// The project's folder (created; must be new or empty). Its name is the plugin's.
         dir: PathBuf,
     },
+}
+
+#[derive(Subcommand)]
+enum CorpusCommand {
+    /// Turn files and folders of Markdown, HTML and plain text (and CSV or JSON Lines with
+    /// named columns) into a corpus file for `serve --corpus`: passages split at headings and
+    /// at --max-chars with --overlap, ids `PATH#heading-slug`, titles from the document and its
+    /// heading path, text without markup. The same input always gives the same file.
+    Build(turnstile_ingest::BuildArgs),
 }
 
 #[derive(Subcommand)]
@@ -107,6 +119,16 @@ fn main() -> anyhow::Result<()> {
                 }
             }
         }
+        Command::Corpus(CorpusCommand::Build(args)) => match turnstile_ingest::build(&args, true) {
+            Ok(summary) => {
+                println!("{summary}");
+                true
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                false
+            }
+        },
         Command::New(NewCommand::Plugin { lang, dir }) => {
             let written = turnstile_host::kit::new_plugin(lang, &dir)?;
             println!("wrote {} ({} files):", dir.display(), written.len());

@@ -18,6 +18,10 @@ pub const EMBEDDED_CORPUS_NAME: &str = "embedded:python-summaries.jsonl";
 const MAX_ID_BYTES: usize = 512;
 const MAX_TITLE_BYTES: usize = 1024;
 const MAX_TEXT_CHARS: usize = 2000;
+/// Longest `kind`, in bytes.
+pub const MAX_KIND_BYTES: usize = 64;
+/// The `kind` of a document that names none.
+pub const DEFAULT_KIND: &str = "document";
 
 /// One corpus document, as in the JSON Lines file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -25,12 +29,19 @@ const MAX_TEXT_CHARS: usize = 2000;
 pub struct Document {
     /// Unique id, e.g. `json.dumps` or `topic:assert`.
     pub id: String,
-    /// `module`, `class`, `function`, `method` or `topic`.
+    /// What the document is, in the corpus's own words: free text of 1..=[`MAX_KIND_BYTES`]
+    /// bytes without control characters ([`DEFAULT_KIND`] when the line has none). The shipped
+    /// corpus uses `module`, `class`, `function`, `method` and `topic`.
+    #[serde(default = "default_kind")]
     pub kind: String,
     /// Id, " — ", and the first sentence.
     pub title: String,
     /// The cleaned docstring.
     pub text: String,
+}
+
+fn default_kind() -> String {
+    DEFAULT_KIND.to_owned()
 }
 
 /// The raw bytes of a corpus (gzip-compressed or plain JSON Lines) and where they came from.
@@ -84,11 +95,13 @@ pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
         if doc.id.is_empty() || doc.id.len() > MAX_ID_BYTES {
             return Err(bad(format!("id must be 1..={MAX_ID_BYTES} bytes")));
         }
-        if !matches!(
-            doc.kind.as_str(),
-            "module" | "class" | "function" | "method" | "topic"
-        ) {
-            return Err(bad(format!("unknown kind {:?}", doc.kind)));
+        if doc.kind.is_empty()
+            || doc.kind.len() > MAX_KIND_BYTES
+            || doc.kind.chars().any(char::is_control)
+        {
+            return Err(bad(format!(
+                "kind must be 1..={MAX_KIND_BYTES} bytes without control characters"
+            )));
         }
         if doc.title.len() > MAX_TITLE_BYTES {
             return Err(bad(format!("title over {MAX_TITLE_BYTES} bytes")));
@@ -123,11 +136,37 @@ mod tests {
             matches!(err, CorpusError::BadDocument { line: 2, .. }),
             "{err}"
         );
-        let err = load_documents(b"{\"id\":\"b\",\"kind\":\"blob\",\"title\":\"\",\"text\":\"\"}")
-            .unwrap_err();
-        assert!(
-            matches!(err, CorpusError::BadDocument { line: 1, .. }),
-            "{err}"
-        );
+        for kind in [
+            "\"\"",
+            "\"a\\nb\"",
+            &format!("\"{}\"", "k".repeat(MAX_KIND_BYTES + 1)),
+        ] {
+            let line = format!(r#"{{"id":"b","kind":{kind},"title":"","text":""}}"#);
+            let err = load_documents(format!("\n{line}").as_bytes()).unwrap_err();
+            assert!(
+                matches!(&err, CorpusError::BadDocument { line: 2, reason } if reason.contains("kind must be")),
+                "{kind}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_kind_is_a_kind_and_none_is_the_default() {
+        let docs = load_documents(
+            format!(
+                "{}\n{}\n{}",
+                r#"{"id":"cancel","kind":"article","title":"Cancel","text":"Stop paying."}"#,
+                r#"{"id":"faq","title":"FAQ","text":"Questions."}"#,
+                format_args!(
+                    r#"{{"id":"x","kind":"{}","title":"x","text":"x"}}"#,
+                    "é".repeat(MAX_KIND_BYTES / 2)
+                ),
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let kinds: Vec<&str> = docs.iter().map(|d| d.kind.as_str()).collect();
+        assert_eq!(kinds[..2], ["article", DEFAULT_KIND]);
+        assert_eq!(kinds[2].len(), MAX_KIND_BYTES);
     }
 }

@@ -17,7 +17,10 @@ mod vectors;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use document::{CorpusBytes, Document, EMBEDDED_CORPUS_NAME, load_documents, read_corpus};
+pub use document::{
+    CorpusBytes, DEFAULT_KIND, Document, EMBEDDED_CORPUS_NAME, MAX_KIND_BYTES, load_documents,
+    read_corpus,
+};
 pub use error::CorpusError;
 pub use index::{CorpusIndex, IndexOrigin};
 pub use limits::SessionLimits;

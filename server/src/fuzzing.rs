@@ -12,7 +12,8 @@ use std::path::Path;
 
 use crate::http::ApiError;
 use crate::http::RetrieveRequest;
-use crate::http::admin::{MAX_QUOTED_BYTES, SwapOrder};
+use crate::http::admin::SwapOrder;
+use crate::http::error::MAX_QUOTED_BYTES;
 use crate::serve::{Origin, ResolveError};
 
 /// Longest human message a refused body may get: what the server says plus at most

@@ -13,15 +13,12 @@ use super::api::{
     SwapRequestBody, SwappedBody, SwappedStatus, UnauthorizedBody,
 };
 use super::body::{read_body, require_json};
-use super::error::ApiError;
+use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
 use turnstile_host::swap::Trigger;
 use turnstile_host::{
     MAX_PLUGIN_CONFIG_ENTRIES, PluginConfig, PluginSource, Sha256Hex, plugin_config, sanitize,
 };
-
-/// How much of a refused value an error message quotes, in bytes (cut and escaped).
-pub(crate) const MAX_QUOTED_BYTES: usize = 256;
 
 /// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
 pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;

@@ -14,6 +14,10 @@ use crate::admission::Refused;
 use turnstile_gate::Refusal;
 use turnstile_global::GlobalRefusal;
 
+/// How much of a refused value an error message quotes, in bytes (cut and escaped: it comes
+/// from the request).
+pub(crate) const MAX_QUOTED_BYTES: usize = 256;
+
 /// What the API can answer besides success. Causes of internal errors stay in the server log.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

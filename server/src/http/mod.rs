@@ -5,7 +5,7 @@ pub mod access;
 pub(crate) mod admin;
 pub mod api;
 mod body;
-mod error;
+pub(crate) mod error;
 mod health;
 pub mod live;
 mod openapi;

@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use super::api::InvalidCode;
-use super::error::ApiError;
+use super::error::{ApiError, MAX_QUOTED_BYTES};
+use turnstile_host::sanitize;
 
 /// Largest request body accepted (413 beyond): a question is at most 500 characters.
 pub const MAX_BODY_BYTES: usize = 8 * 1024;
@@ -44,10 +45,7 @@ impl RetrieveRequest {
         if let Ok(FirstDuplicate(Some(key))) = serde_json::from_slice::<FirstDuplicate>(body) {
             return Err(ApiError::invalid(
                 InvalidCode::DuplicateField,
-                format!(
-                    "field `{}` is given more than once",
-                    turnstile_host::sanitize(&key, 64)
-                ),
+                format!("field `{}` is given more than once", sanitize(&key, 64)),
             ));
         }
         let question = match fields.remove("question") {
@@ -74,7 +72,10 @@ impl RetrieveRequest {
                 None => {
                     return Err(ApiError::invalid(
                         InvalidCode::InvalidLimit,
-                        format!("`limit` must be an integer from 1 to 20, got {v}"),
+                        format!(
+                            "`limit` must be an integer from 1 to 20, got {}",
+                            sanitize(&v.to_string(), MAX_QUOTED_BYTES)
+                        ),
                     ));
                 }
             },
@@ -82,7 +83,10 @@ impl RetrieveRequest {
         if let Some(unknown) = fields.keys().next() {
             return Err(ApiError::invalid(
                 InvalidCode::UnknownField,
-                format!("unknown field `{unknown}`; allowed: `question`, `limit`"),
+                format!(
+                    "unknown field `{}`; allowed: `question`, `limit`",
+                    sanitize(unknown, MAX_QUOTED_BYTES)
+                ),
             ));
         }
         if question.trim().is_empty() {

@@ -1,0 +1,397 @@
+//! `turnstile corpus build SRC… --out FILE`: every input's passages, written in order to a
+//! corpus file, checked by the corpus's own loader before it replaces `FILE`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::builder::TypedValueParser;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::files::{self, Format, Input, Skipped};
+use crate::passage::{self, Cut, Fragments};
+use crate::table::{self, Columns, Row};
+
+/// Longest id, in bytes (the corpus's bound); a passage whose id would be longer is skipped.
+const MAX_ID_BYTES: usize = 512;
+
+/// `turnstile corpus build`'s arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BuildArgs {
+    /// Files and folders to read: Markdown (.md, .markdown), HTML (.html, .htm), plain text
+    /// (.txt), CSV with a header (.csv) and JSON Lines (.jsonl). Folders are read whole, in
+    /// name order; hidden entries and symbolic links are skipped.
+    #[arg(required = true, value_name = "SRC")]
+    pub sources: Vec<PathBuf>,
+    /// The corpus file to write (JSON Lines, what `serve --corpus` reads); replaced only when
+    /// the build succeeds.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Most characters in a passage (the corpus allows 2,000).
+    #[arg(long, default_value_t = passage::DEFAULT_MAX_CHARS,
+          value_parser = clap::value_parser!(u16).range(100..=2000).map(usize::from))]
+    pub max_chars: usize,
+    /// Characters of a passage's end that the next passage of the same section repeats (in
+    /// whole words), at most half of --max-chars.
+    #[arg(long, default_value_t = passage::DEFAULT_OVERLAP,
+          value_parser = clap::value_parser!(u16).range(0..=1000).map(usize::from))]
+    pub overlap: usize,
+    /// CSV and JSON Lines: the column holding a row's id (a row without one gets
+    /// `PATH#row-N`).
+    #[arg(long, default_value = "id")]
+    pub id_column: String,
+    /// CSV and JSON Lines: the column holding a row's title (a row without one: its id).
+    #[arg(long, default_value = "title")]
+    pub title_column: String,
+    /// CSV and JSON Lines: the column holding a row's text (required).
+    #[arg(long, default_value = "text")]
+    pub text_column: String,
+}
+
+/// Why a build stopped (the output file is left as it was).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A source cannot be read.
+    #[error("{}: {source}", .path.display())]
+    Source {
+        /// The source.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Settings that do not go together.
+    #[error("{0}")]
+    Settings(String),
+    /// Two passages would have the same id.
+    #[error("id {id:?} comes from both {} and {}", .first.display(), .second.display())]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// The file that gave it first.
+        first: PathBuf,
+        /// The file that gave it again.
+        second: PathBuf,
+    },
+    /// Nothing to write.
+    #[error("no passages: {0}")]
+    Empty(String),
+    /// The output cannot be written.
+    #[error("{}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The corpus's loader refused what was built (a bug of the builder).
+    #[error("the built corpus does not load: {0}")]
+    Invalid(#[from] turnstile_corpus::CorpusError),
+}
+
+/// What a build did.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The file written.
+    pub out: PathBuf,
+    /// Files read, by kind.
+    pub read: BTreeMap<&'static str, usize>,
+    /// Files and passages passed over, with why.
+    pub skipped: Vec<Skipped>,
+    /// Rows without text (CSV, JSON Lines).
+    pub empty_rows: usize,
+    /// Passages written.
+    pub passages: usize,
+    /// Bytes written.
+    pub bytes: u64,
+    /// The file's sha256 (for `--corpus`'s pin).
+    pub sha256: String,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let read: Vec<String> = self.read.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let files: usize = self.read.values().sum();
+        writeln!(f, "read {files} files ({})", read.join(", "))?;
+        if !self.skipped.is_empty() {
+            writeln!(f, "skipped {}:", self.skipped.len())?;
+            for s in self.skipped.iter().take(MAX_LISTED_SKIPS) {
+                writeln!(f, "  {}: {}", s.path.display(), s.why)?;
+            }
+            if self.skipped.len() > MAX_LISTED_SKIPS {
+                writeln!(f, "  … and {} more", self.skipped.len() - MAX_LISTED_SKIPS)?;
+            }
+        }
+        if self.empty_rows > 0 {
+            writeln!(f, "rows without text: {}", self.empty_rows)?;
+        }
+        write!(
+            f,
+            "wrote {} passages to {} ({} bytes, sha256 {})",
+            self.passages,
+            self.out.display(),
+            self.bytes,
+            self.sha256
+        )
+    }
+}
+
+/// Skips listed one by one in the summary; the rest are counted.
+const MAX_LISTED_SKIPS: usize = 20;
+
+/// One line of the corpus file, its keys in the loader's order.
+#[derive(Serialize)]
+struct Line<'a> {
+    id: &'a str,
+    kind: &'a str,
+    title: &'a str,
+    text: &'a str,
+}
+
+/// Builds the corpus `args.out` from `args.sources`; `progress` shows a bar on a terminal for
+/// large inputs.
+pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
+    if args.overlap > args.max_chars / 2 {
+        return Err(BuildError::Settings(format!(
+            "--overlap {} is over half of --max-chars {}",
+            args.overlap, args.max_chars
+        )));
+    }
+    let cut = Cut {
+        max_chars: args.max_chars,
+        overlap: args.overlap,
+    };
+    let columns = Columns {
+        id: args.id_column.clone(),
+        title: args.title_column.clone(),
+        text: args.text_column.clone(),
+    };
+    let mut inputs = Vec::new();
+    let mut skipped = Vec::new();
+    for source in &args.sources {
+        let (found, passed) =
+            files::find(std::slice::from_ref(source)).map_err(|e| BuildError::Source {
+                path: source.clone(),
+                source: e,
+            })?;
+        inputs.extend(found);
+        skipped.extend(passed);
+    }
+    let bar = (progress && inputs.len() >= 50).then(|| {
+        let bar = indicatif::ProgressBar::new(inputs.len() as u64);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} files, {msg} passages ({elapsed})",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+
+    let partial = partial_path(&args.out);
+    let file = std::fs::File::create(&partial).map_err(|source| BuildError::Write {
+        path: partial.clone(),
+        source,
+    })?;
+    let mut writer = Writer {
+        out: std::io::BufWriter::new(file),
+        hash: Sha256::new(),
+        bytes: 0,
+        ids: HashMap::new(),
+        passages: 0,
+    };
+    let mut read = BTreeMap::new();
+    let mut empty_rows = 0;
+    let result = (|| {
+        for input in &inputs {
+            match passages_of(input, cut, &columns) {
+                Err(why) => skipped.push(files::skip(&input.path, why)),
+                Ok((passages, empty)) => {
+                    *read.entry(input.format.kind()).or_insert(0) += 1;
+                    empty_rows += empty;
+                    for p in passages {
+                        if p.id.len() > MAX_ID_BYTES {
+                            skipped.push(files::skip(
+                                &input.path,
+                                format!("a passage's id is over {MAX_ID_BYTES} bytes"),
+                            ));
+                            continue;
+                        }
+                        writer.write(&p, input)?;
+                    }
+                }
+            }
+            if let Some(bar) = &bar {
+                bar.inc(1);
+                bar.set_message(writer.passages.to_string());
+            }
+        }
+        writer.out.flush().map_err(|source| BuildError::Write {
+            path: partial.clone(),
+            source,
+        })
+    })();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let finished = result.and_then(|()| {
+        if writer.passages == 0 {
+            return Err(BuildError::Empty(format!(
+                "{} files read, {} skipped",
+                read.values().sum::<usize>(),
+                skipped.len()
+            )));
+        }
+        // The server's own loader, on the bytes written: what `serve --corpus` will accept.
+        let bytes = std::fs::read(&partial).map_err(|source| BuildError::Write {
+            path: partial.clone(),
+            source,
+        })?;
+        turnstile_corpus::load_documents(&bytes)?;
+        std::fs::rename(&partial, &args.out).map_err(|source| BuildError::Write {
+            path: args.out.clone(),
+            source,
+        })
+    });
+    if let Err(error) = finished {
+        let _ = std::fs::remove_file(&partial);
+        return Err(error);
+    }
+    Ok(Summary {
+        out: args.out.clone(),
+        read,
+        skipped,
+        empty_rows,
+        passages: writer.passages,
+        bytes: writer.bytes,
+        sha256: hex::encode(writer.hash.finalize()),
+    })
+}
+
+/// `FILE.partial` beside `FILE`: written whole, then renamed over it.
+fn partial_path(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    out.with_file_name(name)
+}
+
+/// A passage before it is written.
+struct Passage {
+    id: String,
+    kind: &'static str,
+    title: String,
+    text: String,
+}
+
+struct Writer {
+    out: std::io::BufWriter<std::fs::File>,
+    hash: Sha256,
+    bytes: u64,
+    ids: HashMap<String, PathBuf>,
+    passages: usize,
+}
+
+impl Writer {
+    fn write(&mut self, p: &Passage, input: &Input) -> Result<(), BuildError> {
+        if let Some(first) = self.ids.get(&p.id) {
+            return Err(BuildError::DuplicateId {
+                id: p.id.clone(),
+                first: first.clone(),
+                second: input.path.clone(),
+            });
+        }
+        self.ids.insert(p.id.clone(), input.path.clone());
+        let mut line = serde_json::to_vec(&Line {
+            id: &p.id,
+            kind: p.kind,
+            title: &p.title,
+            text: &p.text,
+        })
+        .map_err(|e| BuildError::Settings(e.to_string()))?;
+        line.push(b'\n');
+        self.out
+            .write_all(&line)
+            .map_err(|source| BuildError::Write {
+                path: input.path.clone(),
+                source,
+            })?;
+        self.hash.update(&line);
+        self.bytes += line.len() as u64;
+        self.passages += 1;
+        Ok(())
+    }
+}
+
+/// A file's passages, and how many of its rows had no text; `Err` says why it is skipped.
+fn passages_of(
+    input: &Input,
+    cut: Cut,
+    columns: &Columns,
+) -> Result<(Vec<Passage>, usize), String> {
+    let source = files::read(&input.path)?;
+    let kind = input.format.kind();
+    let stem = Path::new(&input.id_path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rows = match input.format {
+        Format::Csv => table::csv_rows(&source, columns)?,
+        Format::Jsonl => table::jsonl_rows(&source, columns)?,
+        Format::Markdown | Format::Html | Format::Text => {
+            let outline = match input.format {
+                Format::Markdown => crate::markdown::outline(&source),
+                Format::Html => crate::html::outline(&source),
+                _ => crate::text::outline(&source),
+            };
+            let document = outline.title.unwrap_or(stem);
+            let mut fragments = Fragments::default();
+            let mut out = Vec::new();
+            for section in outline.sections {
+                let base = match section.headings.last() {
+                    None => input.id_path.clone(),
+                    Some(h) => format!("{}#{}", input.id_path, fragments.next(h)),
+                };
+                let mut parts = vec![document.as_str()];
+                parts.extend(section.headings.iter().map(String::as_str));
+                let title = passage::title(&parts);
+                out.extend(parts_of(&base, kind, &title, &section.text, cut));
+            }
+            return Ok((out, 0));
+        }
+    };
+    let mut out = Vec::new();
+    let mut empty = 0;
+    for Row {
+        number,
+        id,
+        title,
+        text,
+    } in rows
+    {
+        if text.is_empty() {
+            empty += 1;
+            continue;
+        }
+        let base = id.unwrap_or_else(|| format!("{}#row-{number}", input.id_path));
+        let title = passage::title(&[title.as_deref().unwrap_or(&base)]);
+        out.extend(parts_of(&base, kind, &title, &text, cut));
+    }
+    Ok((out, empty))
+}
+
+/// The passages of one section or row: `base`, then `base/2`, `base/3`…
+fn parts_of(base: &str, kind: &'static str, title: &str, text: &str, cut: Cut) -> Vec<Passage> {
+    passage::split(text, cut)
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| Passage {
+            id: if i == 0 {
+                base.to_owned()
+            } else {
+                format!("{base}/{}", i + 1)
+            },
+            kind,
+            title: title.to_owned(),
+            text,
+        })
+        .collect()
+}

@@ -1,0 +1,153 @@
+//! The input files: each source given, and every file under a source folder, in a fixed order
+//! (sorted by name, depth first); what is not read is listed with why.
+
+use std::path::{Path, PathBuf};
+
+/// Largest file read, in bytes; a larger one is skipped (and listed).
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A format the builder reads, known by the file's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Format {
+    Markdown,
+    Html,
+    Text,
+    Csv,
+    Jsonl,
+}
+
+impl Format {
+    /// By extension (case-insensitive): `.md`/`.markdown`, `.html`/`.htm`, `.txt`, `.csv`,
+    /// `.jsonl`.
+    pub fn of(path: &Path) -> Option<Self> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match extension.as_str() {
+            "md" | "markdown" => Self::Markdown,
+            "html" | "htm" => Self::Html,
+            "txt" => Self::Text,
+            "csv" => Self::Csv,
+            "jsonl" => Self::Jsonl,
+            _ => return None,
+        })
+    }
+
+    /// The `kind` of the passages it gives.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::Markdown => "markdown",
+            Self::Html => "html",
+            Self::Text => "text",
+            Self::Csv => "csv",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// A file to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Input {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its path in ids: relative to the source folder, `/`-separated (a file given itself: its
+    /// name).
+    pub id_path: String,
+    pub format: Format,
+}
+
+/// A file or folder not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// The files under `sources`, in order, and what was passed over.
+pub(crate) fn find(sources: &[PathBuf]) -> std::io::Result<(Vec<Input>, Vec<Skipped>)> {
+    let (mut inputs, mut skipped) = (Vec::new(), Vec::new());
+    for source in sources {
+        let metadata = std::fs::metadata(source)?;
+        if metadata.is_file() {
+            let name = source
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            consider(source, name, metadata.len(), &mut inputs, &mut skipped);
+            continue;
+        }
+        let mut walk = walkdir::WalkDir::new(source)
+            .min_depth(1)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry = entry.map_err(std::io::Error::other)?;
+            let path = entry.path();
+            let kind = entry.file_type();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                skipped.push(skip(path, "hidden"));
+                if kind.is_dir() {
+                    walk.skip_current_dir();
+                }
+                continue;
+            }
+            if kind.is_dir() {
+                continue;
+            }
+            if kind.is_symlink() {
+                skipped.push(skip(path, "a symbolic link (not followed)"));
+                continue;
+            }
+            if !kind.is_file() {
+                skipped.push(skip(path, "not a regular file"));
+                continue;
+            }
+            let relative = path.strip_prefix(source).unwrap_or(path);
+            let id_path = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            let len = entry.metadata().map_err(std::io::Error::other)?.len();
+            consider(path, id_path, len, &mut inputs, &mut skipped);
+        }
+    }
+    Ok((inputs, skipped))
+}
+
+fn consider(
+    path: &Path,
+    id_path: String,
+    len: u64,
+    inputs: &mut Vec<Input>,
+    skipped: &mut Vec<Skipped>,
+) {
+    match Format::of(path) {
+        None => skipped.push(skip(
+            path,
+            "not a format read here (.md, .markdown, .html, .htm, .txt, .csv, .jsonl)",
+        )),
+        Some(_) if len > MAX_FILE_BYTES => skipped.push(skip(path, "over 16 MiB")),
+        Some(format) => inputs.push(Input {
+            path: path.to_owned(),
+            id_path,
+            format,
+        }),
+    }
+}
+
+pub(crate) fn skip(path: &Path, why: impl Into<String>) -> Skipped {
+    Skipped {
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// A file's text: UTF-8 (a byte-order mark dropped), line ends as `\n`.
+pub(crate) fn read(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(text.replace("\r\n", "\n"))
+}

@@ -1,0 +1,25 @@
+//! `turnstile corpus build`: turns the documents a team has — a folder of Markdown, plain text
+//! and HTML files, or JSON Lines and CSV with named columns — into a corpus file that `serve
+//! --corpus` loads.
+//!
+//! Files are found and read in a fixed order ([`files`]); each format becomes an [`outline`] of
+//! sections under their heading path ([`markdown`], [`html`], [`text`]) or rows ([`table`]);
+//! each section or row becomes passages of at most a set size, with a set overlap
+//! ([`passage`]), with stable ids and titles; [`build`] writes them and checks the result with
+//! the corpus's own loader. The same input always gives the same bytes.
+//!
+//! May depend on: the corpus (`turnstile-corpus`: its document bounds and loader), parsers for
+//! the formats (pulldown-cmark, scraper, csv) and general libraries. Nothing of the server or
+//! the plugin host.
+
+mod build;
+mod files;
+mod html;
+mod markdown;
+mod outline;
+mod passage;
+mod table;
+mod text;
+
+pub use build::{BuildArgs, BuildError, Summary, build};
+pub use passage::{DEFAULT_MAX_CHARS, DEFAULT_OVERLAP};

@@ -1,0 +1,206 @@
+//! A document as sections under their heading path, with its text gathered without markup:
+//! what the Markdown, HTML and text readers produce and what passages are cut from.
+
+/// One section: the headings above it (outermost first) and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Section {
+    /// The heading path, outermost first; empty for text before the first heading.
+    pub headings: Vec<String>,
+    /// Its text: words joined by single spaces, blocks separated by a blank line.
+    pub text: String,
+}
+
+/// A document: its title, if it names one, and its sections in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Outline {
+    /// The `<title>`, or the first level-1 heading.
+    pub title: Option<String>,
+    /// Sections with text, in document order.
+    pub sections: Vec<Section>,
+}
+
+/// Builds an [`Outline`] as a reader walks a document: text, block ends and headings.
+#[derive(Debug, Default)]
+pub(crate) struct OutlineBuilder {
+    outline: Outline,
+    path: Vec<(u8, String)>,
+    text: TextBuf,
+}
+
+impl OutlineBuilder {
+    /// Text in running prose: whitespace collapses.
+    pub fn text(&mut self, text: &str) {
+        self.text.push(text);
+    }
+
+    /// Preformatted text (code): its lines are kept.
+    pub fn preformatted(&mut self, text: &str) {
+        self.text.push_lines(text);
+    }
+
+    /// A block (paragraph, item, cell row) ends: the next text starts a new block.
+    pub fn end_block(&mut self) {
+        self.text.end_block();
+    }
+
+    /// A line break inside a block.
+    pub fn line_break(&mut self) {
+        self.text.line_break();
+    }
+
+    /// A heading of `level` (1 outermost): the section before it ends, and the headings at its
+    /// level or deeper leave the path.
+    pub fn heading(&mut self, level: u8, text: &str) {
+        self.flush();
+        let text = collapse(text);
+        if text.is_empty() {
+            return;
+        }
+        if level == 1 && self.outline.title.is_none() {
+            self.outline.title = Some(text.clone());
+        }
+        while self.path.last().is_some_and(|(l, _)| *l >= level) {
+            self.path.pop();
+        }
+        self.path.push((level, text));
+    }
+
+    /// Sets the document's title (HTML's `<title>`), which wins over a level-1 heading.
+    pub fn title(&mut self, title: &str) {
+        let title = collapse(title);
+        if !title.is_empty() {
+            self.outline.title = Some(title);
+        }
+    }
+
+    /// The outline, with the last section.
+    pub fn finish(mut self) -> Outline {
+        self.flush();
+        self.outline
+    }
+
+    fn flush(&mut self) {
+        let text = self.text.take();
+        if !text.is_empty() {
+            self.outline.sections.push(Section {
+                headings: self.path.iter().map(|(_, h)| h.clone()).collect(),
+                text,
+            });
+        }
+    }
+}
+
+/// Whitespace runs as one space, trimmed.
+pub(crate) fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Text being gathered: words joined by single spaces, blocks by a blank line, lines by `\n`.
+#[derive(Debug, Default)]
+struct TextBuf {
+    out: String,
+    space: bool,
+    newline: bool,
+    block: bool,
+}
+
+impl TextBuf {
+    fn push(&mut self, text: &str) {
+        if text.starts_with(char::is_whitespace) {
+            self.space = true;
+        }
+        for (i, word) in text.split_whitespace().enumerate() {
+            if i > 0 {
+                self.space = true;
+            }
+            self.separate();
+            self.out.push_str(word);
+        }
+        if text.ends_with(char::is_whitespace) {
+            self.space = true;
+        }
+    }
+
+    fn push_lines(&mut self, text: &str) {
+        for line in text.lines() {
+            let line = line.trim_end();
+            if line.trim().is_empty() {
+                continue;
+            }
+            self.separate();
+            self.out.push_str(line);
+            self.newline = true;
+        }
+    }
+
+    fn separate(&mut self) {
+        if !self.out.is_empty() {
+            if self.block {
+                self.out.push_str("\n\n");
+            } else if self.newline {
+                self.out.push('\n');
+            } else if self.space {
+                self.out.push(' ');
+            }
+        }
+        self.space = false;
+        self.newline = false;
+        self.block = false;
+    }
+
+    fn end_block(&mut self) {
+        self.block = true;
+    }
+
+    fn line_break(&mut self) {
+        self.newline = true;
+    }
+
+    fn take(&mut self) -> String {
+        let text = std::mem::take(&mut self.out);
+        *self = Self::default();
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_follow_the_heading_path() {
+        let mut b = OutlineBuilder::default();
+        b.text("Intro  text.");
+        b.heading(1, "Guide");
+        b.heading(2, " Billing ");
+        b.text("Pay\n monthly.");
+        b.end_block();
+        b.text("Or yearly.");
+        b.heading(3, "Refunds");
+        b.text("Ask.");
+        b.heading(2, "Empty");
+        b.heading(2, "Support");
+        b.preformatted("  code line\n\n  second\n");
+        let outline = b.finish();
+        assert_eq!(outline.title.as_deref(), Some("Guide"));
+        let got: Vec<(Vec<&str>, &str)> = outline
+            .sections
+            .iter()
+            .map(|s| {
+                (
+                    s.headings.iter().map(String::as_str).collect(),
+                    s.text.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (vec![], "Intro text."),
+                (vec!["Guide", "Billing"], "Pay monthly.\n\nOr yearly."),
+                (vec!["Guide", "Billing", "Refunds"], "Ask."),
+                (vec!["Guide", "Support"], "  code line\n  second"),
+            ]
+        );
+    }
+}
