@@ -33,7 +33,7 @@ build=(--sanitizer none --debug-assertions --codegen-units 16)
 cargo fuzz build "${build[@]}"
 
 # One target directory with the workspace's (its own folder: other flags, other toolchain).
-export CARGO_TARGET_DIR="$PWD/../target/fuzz"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/../target}/fuzz"
 
 max_len() {
     case "$1" in
