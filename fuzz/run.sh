@@ -30,10 +30,9 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 
 # too (the host links them), and with cargo-fuzz's default of 1 that build takes most of an hour
 # on 2 cores.
 build=(--sanitizer none --debug-assertions --codegen-units 16)
-cargo fuzz build "${build[@]}"
-
 # One target directory with the workspace's (its own folder: other flags, other toolchain).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/../target}/fuzz"
+cargo fuzz build "${build[@]}"
 
 max_len() {
     case "$1" in
