@@ -11,6 +11,7 @@ mod api;
 mod check;
 mod config;
 mod corpus;
+mod corpus_swap;
 mod drive;
 mod edge;
 mod eval;

@@ -18,11 +18,11 @@ mod vectors;
 pub mod testing;
 
 pub use document::{
-    CorpusBytes, DEFAULT_KIND, Document, EMBEDDED_CORPUS_NAME, MAX_KIND_BYTES, load_documents,
-    read_corpus,
+    CorpusBytes, DEFAULT_KIND, Document, EMBEDDED_CORPUS_NAME, MAX_CORPUS_BYTES, MAX_KIND_BYTES,
+    load_documents, read_corpus,
 };
 pub use error::CorpusError;
 pub use index::{CorpusIndex, IndexOrigin};
 pub use limits::SessionLimits;
-pub use pool::CorpusPool;
+pub use pool::{CorpusPool, CorpusWatch};
 pub use session::{Candidate, CorpusSession, Neighbour, Ranked, sql};

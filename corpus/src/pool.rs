@@ -11,6 +11,17 @@ use super::shared::{LoadedCorpus, Paths, PoolInner};
 use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};
 
+/// See [`CorpusPool::watch`].
+#[derive(Debug, Clone)]
+pub struct CorpusWatch(std::sync::Weak<LoadedCorpus>);
+
+impl CorpusWatch {
+    /// Whether some pool still holds the corpus in memory.
+    pub fn in_memory(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}
+
 /// Read-only SQLite connections to one corpus index, handed out as [`CorpusSession`]s.
 ///
 /// Opening a connection costs a few hundred microseconds (cold page cache, statement prepare), so
@@ -108,6 +119,13 @@ impl CorpusPool {
             max_idle,
             Arc::clone(&inner.corpus),
         ))
+    }
+
+    /// A handle that tells whether this pool's loaded corpus (term index, vectors, ids: most of
+    /// a corpus's memory) is still in memory, without keeping it there: after a corpus swap,
+    /// the old one goes when the last pool over it — the last request it admitted — is dropped.
+    pub fn watch(&self) -> CorpusWatch {
+        CorpusWatch(Arc::downgrade(&self.inner.corpus))
     }
 
     /// Whether `other` shares this pool's loaded corpus (it is a sibling, or this pool itself).

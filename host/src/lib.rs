@@ -55,7 +55,7 @@ pub use plugin_config::{
     PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
 };
 pub use runtime::{Allocator, KEEP_RESIDENT_COPY, MemoryInit, PluginRuntime, RuntimeOptions};
-pub use slot::{Generation, PluginSlot};
+pub use slot::{CorpusGeneration, Generation, PluginSlot};
 pub use source::{
     MAX_PLUGIN_BYTES, PluginSource, embedded_lexical, embedded_retrieval, sha256_hex,
 };

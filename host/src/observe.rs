@@ -15,6 +15,11 @@ pub trait Observer: Send + Sync {
     fn swap(&self, result: &'static str, elapsed: Duration) {
         let _ = (result, elapsed);
     }
+
+    /// One corpus swap attempt: `result` is `swapped`, `unchanged` or the refusal's code.
+    fn corpus_swap(&self, result: &'static str, elapsed: Duration) {
+        let _ = (result, elapsed);
+    }
 }
 
 /// The host calls a plugin can make that are counted.

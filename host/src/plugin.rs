@@ -37,6 +37,10 @@ pub struct CallStats {
 pub struct Plugin {
     name: Arc<str>,
     sha256: String,
+    /// The component's bytes, kept so the same plugin can be checked on another engine (a
+    /// corpus swap smoke-checks the serving plugin over its candidate corpus); at most
+    /// [`crate::MAX_PLUGIN_BYTES`].
+    bytes: Arc<[u8]>,
     pre: RetrievalPluginPre<HostState>,
     corpus: CorpusPool,
     config: Arc<PluginConfig>,
@@ -108,7 +112,15 @@ impl Plugin {
         if enforce_contract {
             crate::contract::check(&name, &component, runtime.engine())?;
         }
-        Self::link(runtime, name, sha256, &component, config, corpus)
+        Self::link(
+            runtime,
+            name,
+            bytes.into(),
+            sha256,
+            &component,
+            config,
+            corpus,
+        )
     }
 
     /// Links a compiled `component` (whose bytes hash to `sha256`) against the runtime's linker:
@@ -116,6 +128,7 @@ impl Plugin {
     pub(crate) fn link(
         runtime: &PluginRuntime,
         name: String,
+        bytes: Arc<[u8]>,
         sha256: String,
         component: &wasmtime::component::Component,
         config: PluginConfig,
@@ -133,6 +146,7 @@ impl Plugin {
         Ok(Self {
             name: name.as_str().into(),
             sha256,
+            bytes,
             pre,
             corpus,
             config: Arc::new(config),
@@ -156,6 +170,33 @@ impl Plugin {
     /// The corpus the plugin's sessions read.
     pub fn corpus(&self) -> &CorpusPool {
         &self.corpus
+    }
+
+    /// The component's bytes (what [`Plugin::sha256`] hashes).
+    pub fn bytes(&self) -> &Arc<[u8]> {
+        &self.bytes
+    }
+
+    /// The settings the plugin reads through its `config` import.
+    pub fn config(&self) -> &PluginConfig {
+        &self.config
+    }
+
+    /// The same plugin — the same compiled, linked component and settings, on the same
+    /// engine — reading `corpus` instead: no compile, no link (a corpus swap's candidate).
+    pub fn with_corpus(&self, corpus: CorpusPool) -> Self {
+        Self {
+            name: Arc::clone(&self.name),
+            sha256: self.sha256.clone(),
+            bytes: Arc::clone(&self.bytes),
+            pre: self.pre.clone(),
+            corpus,
+            config: Arc::clone(&self.config),
+            memory_limit: self.memory_limit,
+            call_deadline: self.call_deadline,
+            abandoned: Arc::clone(&self.abandoned),
+            observer: self.observer.clone(),
+        }
     }
 
     /// Runs one `retrieve` call on a fresh instance, blocking the current thread until the plugin

@@ -268,6 +268,7 @@ fn check_contract(
     let plugin = Plugin::link(
         runtime,
         PluginSource::File(path.to_owned()).name(),
+        bytes.into(),
         sha256,
         &component,
         config,

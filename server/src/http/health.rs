@@ -80,6 +80,7 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<HealthB
 )]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<ReadyBody>) {
     let stuck = stuck(&state, state.health.stuck_after);
+    let generation = state.plugins.current();
     let (status, word) = if stuck.is_empty() {
         (StatusCode::OK, ReadyStatus::Ready)
     } else {
@@ -89,13 +90,8 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<ReadyBod
         status: word,
         stuck_after_ms: state.health.stuck_after.as_millis() as u64,
         stuck,
-        plugin: PluginBody::of(&state.plugins.current()),
-        corpus: CorpusBody {
-            source: state.corpus.source.clone(),
-            sha256: state.corpus.sha256.clone(),
-            documents: state.corpus.documents,
-            index: state.corpus.origin,
-        },
+        plugin: PluginBody::of(&generation),
+        corpus: CorpusBody::of(&generation, state.swap.retired_corpora_in_memory()),
         allocator: state.allocator,
     };
     (status, Json(body))

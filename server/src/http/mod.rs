@@ -5,6 +5,7 @@ pub mod access;
 pub(crate) mod admin;
 pub mod api;
 mod body;
+pub(crate) mod corpus_swap;
 pub(crate) mod error;
 mod health;
 pub mod live;

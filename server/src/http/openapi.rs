@@ -11,7 +11,8 @@ use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
 use super::api::{
-    ConnectionsBody, CorpusBody, ForbiddenBody, ForbiddenCode, GenerationBody, HealthBody,
+    ConnectionsBody, CorpusBody, CorpusGenerationBody, CorpusRefBody, CorpusSwapRequestBody,
+    CorpusSwapStatus, CorpusSwappedBody, ForbiddenBody, ForbiddenCode, GenerationBody, HealthBody,
     InternalBody, InvalidCode, InvalidRequestBody, LiveBody, PluginBody, ReadyBody, RefusalBody,
     RefusalStatus, RefusingGate, RetrieveRequestBody, RetrieveResponse, SourceBody, StateBody,
     StuckCall, SwapFailedBody, SwapRefusal, SwapRequestBody, SwappedBody, Timing,
@@ -36,7 +37,8 @@ use turnstile_host::Allocator;
         StuckCall, CorpusBody, ConnectionsBody, SwapRequestBody, SwappedBody, GenerationBody,
         SwapFailedBody, SwapRefusal, UnauthorizedBody, ForbiddenBody, ForbiddenCode, Snapshot, LeaseSnapshot,
         Event, EventStatus, Totals, Allocator, IndexOrigin, LiveBody, TooManySubscribersBody,
-        TooManySubscribersStatus,
+        TooManySubscribersStatus, CorpusRefBody, CorpusSwapRequestBody, CorpusSwapStatus,
+        CorpusSwappedBody, CorpusGenerationBody,
     )),
     tags((name = "retrieval"), (name = "operations"), (name = "admin")),
 )]

@@ -6,7 +6,9 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 
-use super::api::{ConnectionsBody, ForbiddenBody, PluginBody, StateBody, UnauthorizedBody};
+use super::api::{
+    ConnectionsBody, CorpusRefBody, ForbiddenBody, PluginBody, StateBody, UnauthorizedBody,
+};
 use super::state::AppState;
 
 /// `GET /state`: the gate's snapshot (taken atomically under its lock) plus what helps an
@@ -26,11 +28,13 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
         Some(global) => Some(global.status().await),
         None => None,
     };
+    let generation = state.plugins.current();
     Json(StateBody {
         global,
         gate: state.admission.gate().snapshot(),
-        plugin: PluginBody::of(&state.plugins.current()),
-        corpus_sessions_open: state.plugin().corpus().live_sessions(),
+        plugin: PluginBody::of(&generation),
+        corpus: CorpusRefBody::of(&generation),
+        corpus_sessions_open: generation.plugin.corpus().live_sessions(),
         connections: ConnectionsBody {
             open: state.connections.load(std::sync::atomic::Ordering::SeqCst),
             max: state.edge.max_connections,

@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use axum::{Extension, Json};
 
 use super::api::{
-    CompletedStatus, InternalBody, InvalidRequestBody, PluginBody, RefusalBody,
+    CompletedStatus, CorpusRefBody, InternalBody, InvalidRequestBody, PluginBody, RefusalBody,
     RetrieveRequestBody, RetrieveResponse, SourceBody, Timing,
 };
 use super::body::{read_body, require_json};
@@ -95,6 +95,7 @@ pub async fn retrieve(
                 status: CompletedStatus::Completed,
                 sources: sources.into_iter().map(SourceBody::from).collect(),
                 plugin: PluginBody::of(&generation),
+                corpus: CorpusRefBody::of(&generation),
                 request_id,
                 timing: Timing {
                     queue_ms,

@@ -15,10 +15,10 @@ use super::access::{Access, guard};
 use super::openapi::{ApiDocument, ApiFrame};
 use super::request_id::{RequestScope, request_scope};
 use super::state::AppState;
-use super::{admin, health, live, openapi, operator, retrieve};
+use super::{admin, corpus_swap, health, live, openapi, operator, retrieve};
 
 /// The route table: each handler with who may call it.
-fn table() -> [(Access, UtoipaMethodRouter<AppState>); 9] {
+fn table() -> [(Access, UtoipaMethodRouter<AppState>); 10] {
     [
         (Access::Public, routes!(retrieve::retrieve)),
         (Access::Public, routes!(health::healthz)),
@@ -29,6 +29,7 @@ fn table() -> [(Access, UtoipaMethodRouter<AppState>); 9] {
         (Access::Operator, routes!(live::page::dashboard)),
         (Access::Operator, routes!(live::stream::events)),
         (Access::Admin, routes!(admin::swap_plugin)),
+        (Access::Admin, routes!(corpus_swap::swap_corpus)),
     ]
 }
 

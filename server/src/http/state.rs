@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use turnstile_corpus::CorpusIndex;
 use turnstile_host::cache::Cache;
 use turnstile_host::swap::HotSwap;
 use turnstile_host::{Allocator, Plugin, PluginSlot};
@@ -20,12 +19,11 @@ use crate::metrics::Metrics;
 pub struct AppState {
     /// The plugin serving `/retrieve`, replaceable at run time.
     pub plugins: Arc<PluginSlot>,
-    /// Replaces the plugin (`/admin/plugin`); installs into `plugins`.
+    /// Replaces the plugin (`/admin/plugin`) or the corpus (`/admin/corpus`); installs into
+    /// `plugins`.
     pub swap: Arc<HotSwap>,
     /// Who may call `/admin/*` (and `/state` when listening beyond loopback).
     pub admin: Arc<AdminPolicy>,
-    /// The corpus index the plugin's sessions read.
-    pub corpus: Arc<CorpusIndex>,
     /// The runtime's instance allocator (reported by `/readyz`).
     pub allocator: Allocator,
     /// The gates every `/retrieve` passes (the local one, and the global one if replicas share a
@@ -76,10 +74,9 @@ pub struct HealthPolicy {
 }
 
 impl AppState {
-    /// State over a loaded plugin (in `swap`'s slot) and its corpus.
+    /// State over a loaded plugin and its corpus (in `swap`'s slot).
     pub fn new(
         swap: Arc<HotSwap>,
-        corpus: Arc<CorpusIndex>,
         allocator: Allocator,
         admission: Admission,
         policies: Policies,
@@ -91,7 +88,6 @@ impl AppState {
             swap,
             allocator,
             admin: Arc::new(policies.admin),
-            corpus,
             admission,
             edge: policies.edge,
             health: policies.health,

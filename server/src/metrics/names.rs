@@ -91,6 +91,16 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Time a hot swap took, from the request to the install or refusal",
     ),
     (
+        "turnstile_corpus_generation",
+        Kind::Gauge,
+        "The serving corpus's generation (1 at start, +1 per corpus swap)",
+    ),
+    (
+        "turnstile_corpus_swaps_total",
+        Kind::Counter,
+        "Corpus swaps by result: swapped, unchanged, or the refusal's code",
+    ),
+    (
         "turnstile_corpus_host_calls_total",
         Kind::Counter,
         "Corpus host calls made by plugins, by kind and outcome",

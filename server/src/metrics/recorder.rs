@@ -197,6 +197,8 @@ impl Metrics {
             ],
         );
         self.recorder.register_gauge(&plugin_info, &META).set(1.0);
+        self.gauge("turnstile_corpus_generation", vec![])
+            .set(generation.corpus.number as f64);
         let corpus = generation.plugin.corpus();
         self.gauge("turnstile_corpus_sessions_open", vec![])
             .set(corpus.live_sessions() as f64);
@@ -333,6 +335,15 @@ impl Metrics {
         self.swap_duration.record(elapsed.as_secs_f64());
     }
 
+    /// A corpus swap's result (`swapped`, `unchanged`, or the refusal's code).
+    pub fn corpus_swap(&self, result: &'static str) {
+        self.counter(
+            "turnstile_corpus_swaps_total",
+            vec![Label::new("result", result)],
+        )
+        .increment(1);
+    }
+
     /// The host calls' metrics, for plugin instances.
     pub fn host_calls(&self) -> Arc<HostCallMetrics> {
         Arc::clone(&self.host)
@@ -347,6 +358,10 @@ impl Observer for Metrics {
 
     fn swap(&self, result: &'static str, elapsed: Duration) {
         Metrics::swap(self, result, elapsed);
+    }
+
+    fn corpus_swap(&self, result: &'static str, _elapsed: Duration) {
+        Metrics::corpus_swap(self, result);
     }
 }
 

@@ -73,8 +73,14 @@ pub struct ServeArgs {
     pub plugin_config: Vec<(String, String)>,
 
     /// Corpus JSON Lines file, plain or gzip (default: the embedded Python-summary corpus).
+    /// `POST /admin/corpus` and SIGHUP swap it at run time.
     #[arg(long)]
     pub corpus: Option<PathBuf>,
+
+    /// Refuse to start unless the corpus's JSON Lines (decompressed) have this sha256 (hex);
+    /// later corpus swaps must then name theirs.
+    #[arg(long = "corpus-sha256")]
+    pub corpus_sha256: Option<Sha256Hex>,
 
     /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
     #[arg(long = "memory-limit-mib", default_value_t = 64,

@@ -7,7 +7,7 @@ use anyhow::Context;
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_gate::Gate;
 use turnstile_host::cache::Cache;
-use turnstile_host::swap::{HotSwap, Runtimes};
+use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes};
 use turnstile_host::{Observer, Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
 
 use super::args::ServeArgs;
@@ -27,6 +27,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
+    drop(corpus);
+    if let Some(expected) = &args.corpus_sha256
+        && index.sha256 != expected.as_str()
+    {
+        anyhow::bail!(
+            "--corpus-sha256: the corpus has sha256 {}, expected {expected}; refusing to start",
+            index.sha256
+        );
+    }
     let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
     tracing::info!(
         source = %index.source, documents = index.documents, sha256 = %index.sha256,
@@ -76,9 +85,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         protect_state: false,
     };
     let allocator = runtime.allocator();
-    let index = Arc::new(index);
     let swap = HotSwap::new(
-        Arc::new(PluginSlot::new(plugin, source)),
+        Arc::new(PluginSlot::new(plugin, source, index, args.corpus.clone())),
         Runtimes {
             serving: Arc::new(runtime),
             conformance,
@@ -86,6 +94,10 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         plugin_config,
         MAX_IDLE_CONNECTIONS,
         args.plugin_sha256.clone(),
+        CorpusOptions {
+            index_dir: cache.index_dir(),
+            pin: args.corpus_sha256.clone(),
+        },
         Arc::clone(&metrics) as Arc<dyn Observer>,
     );
     let swap = Arc::new(swap);
@@ -99,7 +111,6 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     };
     let state = AppState::new(
         swap,
-        index,
         allocator,
         Admission::new(gate, global),
         Policies {

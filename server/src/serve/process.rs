@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use turnstile_host::swap::{HotSwap, Trigger};
+use turnstile_host::swap::{CorpusSwap, HotSwap, Trigger};
 
 use super::args::ServeArgs;
 use super::load::load;
@@ -99,30 +99,51 @@ async fn shutdown_signal() {
     }
 }
 
-/// SIGHUP reloads the configured plugin (re-read, re-checked, swapped only if it passes).
+/// SIGHUP reloads the configured corpus (re-read; swapped only if its sha256 changed and the
+/// serving plugin passes its smoke checks over it), then the configured plugin (re-read,
+/// re-checked, swapped only if it passes). Either refused, the current one keeps serving.
 fn reload_on_sighup(swap: Arc<HotSwap>) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-        tracing::error!("cannot listen for SIGHUP; reload with POST /admin/plugin instead");
+        tracing::error!(
+            "cannot listen for SIGHUP; reload with POST /admin/corpus and /admin/plugin instead"
+        );
         return;
     };
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
-            let source = swap.slot().current().source;
-            tracing::info!(?source, "SIGHUP received; reloading the plugin");
             let swap = Arc::clone(&swap);
-            let outcome = tokio::task::spawn_blocking(move || {
-                swap.swap(source, Trigger::Reload, None)
-                    .map(|s| s.generation.number)
-            })
-            .await;
-            match outcome {
-                Ok(Ok(generation)) => tracing::info!(generation, "reload done"),
-                Ok(Err(error)) => {
-                    tracing::error!(%error, "reload refused; the current plugin keeps serving")
-                }
-                Err(error) => tracing::error!(%error, "reload failed"),
+            let reloads = tokio::task::spawn_blocking(move || reload(&swap)).await;
+            if let Err(error) = reloads {
+                tracing::error!(%error, "reload failed");
             }
         }
     });
+}
+
+/// One SIGHUP's work, on a blocking thread: the corpus, then the plugin (over the new corpus).
+fn reload(swap: &HotSwap) {
+    let current = swap.slot().current();
+    tracing::info!(corpus = %current.corpus.index.source, "SIGHUP received; reloading the corpus");
+    match swap.reload_corpus() {
+        Ok(swapped) if swapped.outcome == CorpusSwap::Unchanged => {
+            tracing::info!(
+                corpus_generation = swapped.generation.corpus.number,
+                "corpus unchanged (the same sha256)"
+            )
+        }
+        Ok(swapped) => tracing::info!(
+            corpus_generation = swapped.generation.corpus.number,
+            "corpus reload done"
+        ),
+        Err(error) => {
+            tracing::error!(%error, "corpus reload refused; the current corpus keeps serving")
+        }
+    }
+    let source = swap.slot().current().source;
+    tracing::info!(?source, "SIGHUP received; reloading the plugin");
+    match swap.swap(source, Trigger::Reload, None) {
+        Ok(swapped) => tracing::info!(generation = swapped.generation.number, "reload done"),
+        Err(error) => tracing::error!(%error, "reload refused; the current plugin keeps serving"),
+    }
 }

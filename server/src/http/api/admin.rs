@@ -1,4 +1,4 @@
-//! `POST /admin/plugin`'s request and answer.
+//! `POST /admin/plugin`'s and `POST /admin/corpus`'s requests and answers.
 
 use std::collections::BTreeMap;
 
@@ -47,5 +47,59 @@ pub struct SwappedBody {
     /// From the request to the install.
     pub swap_ms: f64,
     /// Smoke checks passed.
+    pub smoke_checks_passed: usize,
+}
+
+/// `POST /admin/corpus`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorpusSwapRequestBody {
+    /// The candidate corpus: a JSON Lines file, plain or gzip (`docs/CORPUS.md`), a regular file
+    /// readable by the server, of at most 4 GiB of JSON Lines.
+    #[schema(min_length = 1)]
+    pub path: String,
+    /// The sha256 of its JSON Lines, decompressed (required when the corpus is pinned; it
+    /// becomes the pin).
+    #[schema(pattern = "^[0-9a-fA-F]{64}$")]
+    pub sha256: Option<String>,
+}
+
+/// What a corpus swap did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CorpusSwapStatus {
+    /// A new corpus generation serves new requests.
+    Swapped,
+    /// The candidate is the corpus being served (the same sha256): nothing changed.
+    Unchanged,
+}
+
+/// A corpus generation, as a swap reports it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorpusGenerationBody {
+    /// 1 at start, +1 per corpus swap.
+    pub generation: u64,
+    /// A path, or the embedded corpus's name.
+    pub source: String,
+    /// sha256 of its JSON Lines (decompressed).
+    pub sha256: String,
+    /// Documents.
+    pub documents: u64,
+}
+
+/// 200: a corpus swap installed, or found nothing to change.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorpusSwappedBody {
+    /// `swapped` or `unchanged`.
+    pub status: CorpusSwapStatus,
+    /// Now serving new requests.
+    pub corpus: CorpusGenerationBody,
+    /// What served before (still finishing what it admitted).
+    pub previous: CorpusGenerationBody,
+    /// Its index: reused from the cache, or built now.
+    pub index: turnstile_corpus::IndexOrigin,
+    /// From the request to the install.
+    pub swap_ms: f64,
+    /// Smoke checks the serving plugin passed over it (0 when unchanged).
     pub smoke_checks_passed: usize,
 }

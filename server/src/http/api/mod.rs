@@ -7,7 +7,10 @@ mod live;
 mod operations;
 mod retrieval;
 
-pub use admin::{GenerationBody, SwapRequestBody, SwappedBody};
+pub use admin::{
+    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwapStatus, CorpusSwappedBody,
+    GenerationBody, SwapRequestBody, SwappedBody,
+};
 pub use errors::{
     ForbiddenBody, ForbiddenCode, ForbiddenStatus, InternalBody, InternalStatus, InvalidCode,
     InvalidRequestBody, InvalidStatus, RefusalBody, RefusalStatus, RefusingGate, SwapFailedBody,
@@ -20,5 +23,6 @@ pub use operations::{
     StuckCall,
 };
 pub use retrieval::{
-    CompletedStatus, PluginBody, RetrieveRequestBody, RetrieveResponse, SourceBody, Timing,
+    CompletedStatus, CorpusRefBody, PluginBody, RetrieveRequestBody, RetrieveResponse, SourceBody,
+    Timing,
 };

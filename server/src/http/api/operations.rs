@@ -4,11 +4,11 @@ use serde::Serialize;
 use turnstile_corpus::IndexOrigin;
 use turnstile_gate::Snapshot;
 use turnstile_global::GlobalStatus;
-use turnstile_host::Allocator;
+use turnstile_host::{Allocator, Generation};
 use utoipa::ToSchema;
 
 use super::live::LiveBody;
-use super::retrieval::PluginBody;
+use super::retrieval::{CorpusRefBody, PluginBody};
 
 /// A plugin call older than a health threshold.
 #[derive(Debug, Serialize, ToSchema)]
@@ -57,14 +57,34 @@ pub enum ReadyStatus {
 /// The corpus being served.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CorpusBody {
+    /// 1 at start, +1 per corpus swap.
+    pub generation: u64,
     /// A path, or the embedded corpus's name.
     pub source: String,
     /// sha256 of the JSON Lines.
     pub sha256: String,
     /// Documents.
     pub documents: u64,
-    /// Reused from the cache, or built at start.
+    /// Reused from the cache, or built when it was loaded.
     pub index: IndexOrigin,
+    /// Corpora swapped out that requests admitted before their swap still read (their memory
+    /// is freed when the last of those requests ends).
+    pub retired_in_memory: usize,
+}
+
+impl CorpusBody {
+    /// The corpus of `generation`, with `retired_in_memory` older ones still in use.
+    pub fn of(generation: &Generation, retired_in_memory: usize) -> Self {
+        let index = &generation.corpus.index;
+        Self {
+            generation: generation.corpus.number,
+            source: index.source.clone(),
+            sha256: index.sha256.clone(),
+            documents: index.documents,
+            index: index.origin,
+            retired_in_memory,
+        }
+    }
 }
 
 /// `GET /readyz`.
@@ -101,6 +121,8 @@ pub struct StateBody {
     pub gate: Snapshot,
     /// The serving plugin.
     pub plugin: PluginBody,
+    /// The serving corpus.
+    pub corpus: CorpusRefBody,
     /// Corpus sessions open now.
     pub corpus_sessions_open: usize,
     /// Connections.

@@ -1,4 +1,5 @@
-//! `POST /retrieve`'s request and answer, and the plugin generation every answer names.
+//! `POST /retrieve`'s request and answer, and the plugin and corpus generations every answer
+//! names.
 
 use serde::{Deserialize, Serialize};
 use turnstile_host::{Generation, Source};
@@ -33,6 +34,8 @@ pub struct RetrieveResponse {
     pub sources: Vec<SourceBody>,
     /// Which plugin answered.
     pub plugin: PluginBody,
+    /// Which corpus it read (the one it was admitted with, even if a swap came meanwhile).
+    pub corpus: CorpusRefBody,
     /// Process-unique request id.
     pub request_id: u64,
     /// Where the time went.
@@ -79,6 +82,25 @@ impl PluginBody {
             name: generation.plugin.name().to_owned(),
             sha256: generation.plugin.sha256().to_owned(),
             generation: generation.number,
+        }
+    }
+}
+
+/// A corpus generation: the one a response read, or the one serving now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorpusRefBody {
+    /// 1 at start, +1 per corpus swap.
+    pub generation: u64,
+    /// sha256 of its JSON Lines (decompressed).
+    pub sha256: String,
+}
+
+impl CorpusRefBody {
+    /// The corpus of a generation.
+    pub fn of(generation: &Generation) -> Self {
+        Self {
+            generation: generation.corpus.number,
+            sha256: generation.corpus.index.sha256.clone(),
         }
     }
 }

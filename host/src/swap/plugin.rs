@@ -1,21 +1,14 @@
-//! Replacing the served plugin without a restart (`POST /admin/plugin`, SIGHUP). A candidate is
-//! read, hashed, compiled (or loaded from the precompiled cache), checked against the contract,
-//! and must pass the conformance smoke subset before one atomic install. A failed candidate
-//! changes nothing: the old generation keeps serving.
-//!
-//! [`HotSwap`] is everything a swap needs, on the plugin side: the slot it installs into, the
-//! runtime that compiles candidates, the operator's default settings (a candidate reads the corpus
-//! through a sibling of the current generation's pool: the same corpus, loaded once).
-//! `serve`, SIGHUP and the admin endpoint share one; none of them needs the HTTP state.
+//! Replacing the served plugin: a candidate is read, hashed against the pin, compiled, checked
+//! against the contract and smoke-checked on the conformance engine, without the install lock;
+//! then one atomic install over the generation it was checked against.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::hot_swap::{Checking, HotSwap, MAX_CANDIDATES_CHECKED, Trigger};
 use crate::check::{Check, smoke};
-use crate::observe::Observer;
 use crate::{
-    Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSlot, PluginSource,
-    RuntimeOptions, Sha256Hex,
+    Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Sha256Hex,
 };
 use turnstile_corpus::CorpusError;
 
@@ -58,11 +51,13 @@ pub enum SwapError {
     /// Another swap installed a generation while this candidate was being checked: nothing was
     /// installed; sending the swap again installs it over the new generation.
     #[error(
-        "swap_conflict: generation {installed} was installed while this candidate was checked; send the swap again to install it over that one"
+        "swap_conflict: plugin generation {installed} over corpus generation {corpus} was installed while this candidate was checked; send the swap again to install it over that one"
     )]
     Conflict {
-        /// The generation installed meanwhile.
+        /// The plugin generation serving now.
         installed: u64,
+        /// The corpus generation serving now.
+        corpus: u64,
     },
     /// [`MAX_CANDIDATES_CHECKED`] candidates are being checked already.
     #[error(
@@ -108,92 +103,7 @@ pub struct Swapped {
     pub smoke: Vec<Check>,
 }
 
-/// What asked for a swap, which decides the sha256 rule.
-///
-/// The rule, the same on every path: once any plugin was installed with a pin (`--plugin-sha256`
-/// at startup, or an admin swap that names a `sha256`), the server is pinned. A reload (SIGHUP)
-/// must then find the file matching the current pin; an admin swap must name the sha256 of its
-/// candidate, which becomes the pin. An unpinned server swaps freely.
-#[derive(Debug, Clone)]
-pub enum Trigger {
-    /// SIGHUP: reload the serving generation's source, under the current pin.
-    Reload,
-    /// `POST /admin/plugin`, with the sha256 the request names, if any.
-    Admin {
-        /// The candidate's expected sha256; it becomes the pin.
-        sha256: Option<Sha256Hex>,
-    },
-}
-
-/// The engines a swap uses.
-pub struct Runtimes {
-    /// Where plugins serve: no epoch interruption, no fuel.
-    pub serving: Arc<PluginRuntime>,
-    /// How the engine that checks a candidate is made (`call_deadline` set): each candidate
-    /// gets a new one, so its deadline interrupts only its own calls, and its abandoned calls
-    /// (see [`crate::MAX_ABANDONED_CALLS`]) hold up nothing else.
-    pub conformance: RuntimeOptions,
-}
-
-/// Candidates checked (compiled and smoke-checked) at once; one more is refused with
-/// [`SwapError::Busy`]. Each costs a compile's CPU and memory; no lock is held meanwhile.
-pub const MAX_CANDIDATES_CHECKED: usize = 2;
-
-/// What a swap needs, shared by `serve`, SIGHUP and `/admin/plugin`.
-pub struct HotSwap {
-    slot: Arc<PluginSlot>,
-    runtime: Arc<PluginRuntime>,
-    conformance: RuntimeOptions,
-    /// Candidates being checked now.
-    checking: std::sync::atomic::AtomicUsize,
-    default_config: PluginConfig,
-    idle_connections: usize,
-    pin: std::sync::Mutex<Option<Sha256Hex>>,
-    observer: Arc<dyn Observer>,
-}
-
 impl HotSwap {
-    /// Swaps into `slot`, compiling with the serving runtime (and counting each swap in
-    /// `metrics`); a candidate's smoke checks run on the conformance runtime (a call deadline:
-    /// conformance work is not serving, so a looping or hung candidate is stopped there and
-    /// refused). Each candidate gets its own pool of at most `idle_connections` idle
-    /// connections, a sibling of the current generation's (the same corpus, loaded once), and
-    /// `default_config` unless the swap names its own.
-    pub fn new(
-        slot: Arc<PluginSlot>,
-        runtimes: Runtimes,
-        default_config: PluginConfig,
-        idle_connections: usize,
-        pin: Option<Sha256Hex>,
-        observer: Arc<dyn Observer>,
-    ) -> Self {
-        Self {
-            slot,
-            runtime: runtimes.serving,
-            conformance: runtimes.conformance,
-            checking: std::sync::atomic::AtomicUsize::new(0),
-            default_config,
-            idle_connections,
-            pin: std::sync::Mutex::new(pin),
-            observer,
-        }
-    }
-
-    /// The sha256 every install must match now, if the server is pinned.
-    pub fn pin(&self) -> Option<Sha256Hex> {
-        self.pin.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Candidates being compiled and checked now (at most [`MAX_CANDIDATES_CHECKED`]).
-    pub fn candidates_checking(&self) -> usize {
-        self.checking.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// The slot swaps install into.
-    pub fn slot(&self) -> &Arc<PluginSlot> {
-        &self.slot
-    }
-
     /// Loads and checks the candidate at `source`, then installs it. Blocks (compiles): call it
     /// from a blocking thread.
     pub fn swap(
@@ -284,15 +194,18 @@ impl HotSwap {
         // this candidate was checked against.
         let installing = self.slot.begin_swap();
         let now = self.slot.current();
-        if now.number != previous.number {
+        // A corpus swap in between counts too: this candidate reads the corpus it was checked on.
+        if !now.same_as(&previous) {
             return Err(SwapError::Conflict {
                 installed: now.number,
+                corpus: now.corpus.number,
             });
         }
         let mut pin = self.pin.lock().unwrap_or_else(|p| p.into_inner());
         if *pin != pinned_at_start {
             return Err(SwapError::Conflict {
                 installed: now.number,
+                corpus: now.corpus.number,
             });
         }
         let generation = self.slot.install(candidate, source);
@@ -316,27 +229,5 @@ impl HotSwap {
             elapsed,
             smoke,
         })
-    }
-}
-
-/// A candidate being checked: counted while it lives.
-struct Checking<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> Checking<'a> {
-    /// Counts one more candidate, unless [`MAX_CANDIDATES_CHECKED`] are being checked already.
-    fn enter(checking: &'a std::sync::atomic::AtomicUsize) -> Option<Self> {
-        use std::sync::atomic::Ordering;
-        checking
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < MAX_CANDIDATES_CHECKED).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Self(checking))
-    }
-}
-
-impl Drop for Checking<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -1,0 +1,298 @@
+//! Replacing the served corpus without a restart (`POST /admin/corpus`, SIGHUP), the way a
+//! plugin swaps: the candidate corpus is read, its sha256 checked against the pin, its index
+//! built (or reused from the cache) and loaded into memory, and the serving plugin — the same
+//! component and settings — smoke-checked over it on the conformance engine, all off the serving
+//! path and without the install lock. Then one atomic install makes it the next corpus
+//! generation. Requests admitted before keep the corpus they started with; the old corpus's
+//! memory goes when the last of them ends. A refused candidate changes nothing.
+//!
+//! The sha256 of a corpus is that of its JSON Lines (decompressed, for a `.gz` file): what
+//! `/readyz` and every answer name. The pin rule is the plugins' ([`super::Trigger`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use turnstile_corpus::{CorpusError, CorpusIndex, CorpusPool, read_corpus};
+
+use super::hot_swap::{Checking, HotSwap, Trigger};
+use crate::check::{Check, smoke};
+use crate::{Generation, Plugin, PluginError, PluginRuntime, Sha256Hex, sha256_hex};
+
+/// Corpus candidates loaded and checked at once; one more is refused with
+/// [`CorpusSwapError::Busy`]. Each holds a whole corpus in memory (and may build its index), so
+/// one at a time.
+pub const MAX_CORPUS_CANDIDATES: usize = 1;
+
+/// Why a corpus candidate was refused; the old corpus keeps serving.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusSwapError {
+    /// The file could not be read (or decompressed).
+    #[error("corpus_unreadable: {0}")]
+    Unreadable(#[source] CorpusError),
+    /// A line is not a valid document (the error names the line).
+    #[error("invalid_corpus: {0}")]
+    Invalid(#[source] CorpusError),
+    /// The corpus is not the one the operator pinned.
+    #[error("sha256_mismatch: expected {expected}, the corpus has {actual}")]
+    Sha256Mismatch {
+        /// What the operator asked for.
+        expected: Sha256Hex,
+        /// What the corpus hashes to.
+        actual: String,
+    },
+    /// The served corpus is pinned and the swap did not name the sha256 it installs.
+    #[error(
+        "sha256_required: the served corpus is pinned to {pinned}; a corpus swap must give the sha256 of its candidate"
+    )]
+    PinRequired {
+        /// The current pin.
+        pinned: Sha256Hex,
+    },
+    /// Its index could not be built, opened or loaded.
+    #[error("corpus_unavailable: {0}")]
+    Index(#[source] CorpusError),
+    /// The serving plugin could not be loaded on the conformance engine to check it.
+    #[error("smoke_failed: load: {0}")]
+    Plugin(#[source] PluginError),
+    /// A smoke call did not return within the conformance call deadline.
+    #[error("timeout: {check}: {observed}")]
+    Timeout {
+        /// The check whose call timed out.
+        check: String,
+        /// What it observed.
+        observed: String,
+    },
+    /// The serving plugin failed the smoke subset over this corpus.
+    #[error("smoke_failed: {check}: {observed}")]
+    SmokeFailed {
+        /// The first check that failed.
+        check: String,
+        /// What it observed.
+        observed: String,
+    },
+    /// Another swap (of the plugin or the corpus) installed meanwhile: nothing was installed.
+    #[error(
+        "swap_conflict: plugin generation {installed} over corpus generation {corpus} was installed while this candidate was checked; send the swap again"
+    )]
+    Conflict {
+        /// The plugin generation serving now.
+        installed: u64,
+        /// The corpus generation serving now.
+        corpus: u64,
+    },
+    /// [`MAX_CORPUS_CANDIDATES`] corpus candidates are being checked already.
+    #[error(
+        "swap_busy: a corpus candidate is being loaded and checked already; send the swap again when it is done"
+    )]
+    Busy,
+}
+
+impl CorpusSwapError {
+    /// The machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unreadable(_) => "corpus_unreadable",
+            Self::Invalid(_) => "invalid_corpus",
+            Self::Sha256Mismatch { .. } => "sha256_mismatch",
+            Self::PinRequired { .. } => "sha256_required",
+            Self::Index(_) => "corpus_unavailable",
+            Self::Plugin(_) | Self::SmokeFailed { .. } => "smoke_failed",
+            Self::Timeout { .. } => "timeout",
+            Self::Conflict { .. } => "swap_conflict",
+            Self::Busy => "swap_busy",
+        }
+    }
+}
+
+/// What a corpus swap did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorpusSwap {
+    /// A new corpus generation serves new requests.
+    Swapped,
+    /// The candidate is the corpus being served (the same sha256): nothing was loaded or
+    /// installed.
+    Unchanged,
+}
+
+/// A completed corpus swap.
+pub struct CorpusSwapped {
+    /// Swapped, or unchanged.
+    pub outcome: CorpusSwap,
+    /// Now serving new requests.
+    pub generation: Generation,
+    /// What served before (still finishing the calls it admitted); the same as `generation`
+    /// when unchanged.
+    pub previous: Generation,
+    /// From the request to the install.
+    pub elapsed: Duration,
+    /// The smoke checks the serving plugin passed over the candidate (none when unchanged).
+    pub smoke: Vec<Check>,
+}
+
+impl HotSwap {
+    /// Loads the corpus at `path` (`None`: the embedded one), checks the serving plugin over it,
+    /// then installs it as the next corpus generation. Blocks (reads, may build an index for
+    /// minutes): call it from a blocking thread.
+    pub fn swap_corpus(
+        &self,
+        path: Option<PathBuf>,
+        trigger: Trigger,
+    ) -> Result<CorpusSwapped, CorpusSwapError> {
+        let started = Instant::now();
+        let outcome = self.try_swap_corpus(path, trigger, started);
+        let result = match &outcome {
+            Ok(swapped) if swapped.outcome == CorpusSwap::Unchanged => "unchanged",
+            Ok(_) => "swapped",
+            Err(e) => e.code(),
+        };
+        self.observer.corpus_swap(result, started.elapsed());
+        outcome
+    }
+
+    /// SIGHUP's corpus reload: the serving corpus's file again, under the current pin.
+    pub fn reload_corpus(&self) -> Result<CorpusSwapped, CorpusSwapError> {
+        let path = self.slot.current().corpus.path;
+        self.swap_corpus(path, Trigger::Reload)
+    }
+
+    /// The sha256 every corpus install must match now, if the corpus is pinned.
+    pub fn corpus_pin(&self) -> Option<Sha256Hex> {
+        self.corpus_pin
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Corpora swapped out that some request admitted before its swap still reads (0 once
+    /// every such request has ended: their memory is freed).
+    pub fn retired_corpora_in_memory(&self) -> usize {
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        retired.retain(|watch| watch.in_memory());
+        retired.len()
+    }
+
+    fn try_swap_corpus(
+        &self,
+        path: Option<PathBuf>,
+        trigger: Trigger,
+        started: Instant,
+    ) -> Result<CorpusSwapped, CorpusSwapError> {
+        let Some(_checking) = Checking::enter_below(&self.corpus_checking, MAX_CORPUS_CANDIDATES)
+        else {
+            return Err(CorpusSwapError::Busy);
+        };
+        let previous = self.slot.current();
+        let pinned_at_start = self.corpus_pin();
+        let expected = match (&trigger, pinned_at_start.clone()) {
+            (Trigger::Reload, pinned) => pinned,
+            (
+                Trigger::Admin {
+                    sha256: Some(given),
+                },
+                _,
+            ) => Some(given.clone()),
+            (Trigger::Admin { sha256: None }, Some(pinned)) => {
+                return Err(CorpusSwapError::PinRequired { pinned });
+            }
+            (Trigger::Admin { sha256: None }, None) => None,
+        };
+        let corpus = read_corpus(path.as_deref()).map_err(CorpusSwapError::Unreadable)?;
+        let actual = sha256_hex(&corpus.jsonl);
+        if let Some(expected) = &expected
+            && actual != expected.as_str()
+        {
+            return Err(CorpusSwapError::Sha256Mismatch {
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        if actual == previous.corpus.index.sha256 {
+            // The same documents: nothing to load (a reload of an unchanged file, or a swap to
+            // the corpus being served). Under a pin, it was just checked against the pin.
+            self.set_corpus_pin(expected);
+            return Ok(CorpusSwapped {
+                outcome: CorpusSwap::Unchanged,
+                generation: previous.clone(),
+                previous,
+                elapsed: started.elapsed(),
+                smoke: Vec::new(),
+            });
+        }
+        let index = CorpusIndex::open_or_build(&corpus, &self.index_dir).map_err(|e| match e {
+            CorpusError::BadDocument { .. } => CorpusSwapError::Invalid(e),
+            other => CorpusSwapError::Index(other),
+        })?;
+        drop(corpus);
+        let pool =
+            CorpusPool::new(&index, self.idle_connections).map_err(CorpusSwapError::Index)?;
+        // The serving plugin, the same bytes and settings, over the candidate corpus, on an
+        // engine whose calls have a deadline (the serving engine's calls are never interrupted).
+        let serving = &previous.plugin;
+        let conformance =
+            PluginRuntime::new(self.conformance.clone()).map_err(CorpusSwapError::Plugin)?;
+        let trial = Plugin::from_bytes(
+            &conformance,
+            &previous.source,
+            serving.bytes(),
+            serving.config().clone(),
+            pool.sibling(1).map_err(CorpusSwapError::Index)?,
+        )
+        .map_err(CorpusSwapError::Plugin)?;
+        let smoke = smoke(&Arc::new(trial));
+        if let Some(failed) = smoke.iter().find(|c| !c.passed) {
+            let (check, observed) = (failed.name.clone(), failed.observed.clone());
+            return Err(if observed.starts_with("timeout") {
+                CorpusSwapError::Timeout { check, observed }
+            } else {
+                CorpusSwapError::SmokeFailed { check, observed }
+            });
+        }
+        let candidate = serving.with_corpus(pool);
+        // The install: one atomic step, only over the generation and under the pin this
+        // candidate was checked against.
+        let installing = self.slot.begin_swap();
+        let now = self.slot.current();
+        let mut pin = self.corpus_pin.lock().unwrap_or_else(|p| p.into_inner());
+        if !now.same_as(&previous) || *pin != pinned_at_start {
+            return Err(CorpusSwapError::Conflict {
+                installed: now.number,
+                corpus: now.corpus.number,
+            });
+        }
+        let generation = self.slot.install_corpus(candidate, index, path);
+        if let Some(new_pin) = expected {
+            *pin = Some(new_pin);
+        }
+        drop(pin);
+        drop(installing);
+        self.retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(previous.plugin.corpus().watch());
+        let elapsed = started.elapsed();
+        tracing::info!(
+            corpus_generation = generation.corpus.number,
+            corpus = %generation.corpus.index.source,
+            sha256 = %generation.corpus.index.sha256,
+            documents = generation.corpus.index.documents,
+            index = ?generation.corpus.index.origin,
+            previous = previous.corpus.number,
+            swap_ms = elapsed.as_secs_f64() * 1e3,
+            "corpus swapped"
+        );
+        Ok(CorpusSwapped {
+            outcome: CorpusSwap::Swapped,
+            generation,
+            previous,
+            elapsed,
+            smoke,
+        })
+    }
+
+    fn set_corpus_pin(&self, pin: Option<Sha256Hex>) {
+        if let Some(pin) = pin {
+            *self.corpus_pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(pin);
+        }
+    }
+}

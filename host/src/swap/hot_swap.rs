@@ -1,0 +1,149 @@
+//! [`HotSwap`]: what every swap shares — the slot, the engines, the pins, the counts of
+//! candidates being checked — and the rules both kinds of swap follow ([`Trigger`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::observe::Observer;
+use crate::{PluginConfig, PluginRuntime, PluginSlot, RuntimeOptions, Sha256Hex};
+
+/// What asked for a swap, which decides the sha256 rule.
+///
+/// The rule, the same on every path and for plugins and corpora alike (each has its own pin):
+/// once a plugin (a corpus) was installed with a pin (`--plugin-sha256` / `--corpus-sha256` at
+/// startup, or an admin swap that names a `sha256`), it is pinned. A reload (SIGHUP) must then
+/// find the file matching the current pin; an admin swap must name the sha256 of its candidate,
+/// which becomes the pin. Unpinned, it swaps freely.
+#[derive(Debug, Clone)]
+pub enum Trigger {
+    /// SIGHUP: reload the serving generation's file, under the current pin.
+    Reload,
+    /// `POST /admin/plugin` or `/admin/corpus`, with the sha256 the request names, if any.
+    Admin {
+        /// The candidate's expected sha256; it becomes the pin.
+        sha256: Option<Sha256Hex>,
+    },
+}
+
+/// The engines a swap uses.
+pub struct Runtimes {
+    /// Where plugins serve: no epoch interruption, no fuel.
+    pub serving: Arc<PluginRuntime>,
+    /// How the engine that checks a candidate is made (`call_deadline` set): each candidate
+    /// gets a new one, so its deadline interrupts only its own calls, and its abandoned calls
+    /// (see [`crate::MAX_ABANDONED_CALLS`]) hold up nothing else.
+    pub conformance: RuntimeOptions,
+}
+
+/// Candidates checked (compiled and smoke-checked) at once; one more is refused with
+/// [`super::SwapError::Busy`]. Each costs a compile's CPU and memory; no lock is held meanwhile.
+pub const MAX_CANDIDATES_CHECKED: usize = 2;
+
+/// What a corpus swap needs besides what a plugin swap does.
+#[derive(Debug, Clone)]
+pub struct CorpusOptions {
+    /// Where corpus indexes are built and reused (the cache's index directory).
+    pub index_dir: PathBuf,
+    /// The corpus sha256 pin at start (`--corpus-sha256`), if any.
+    pub pin: Option<Sha256Hex>,
+}
+
+/// What a swap needs, shared by `serve`, SIGHUP, `/admin/plugin` and `/admin/corpus`.
+pub struct HotSwap {
+    pub(super) slot: Arc<PluginSlot>,
+    pub(super) runtime: Arc<PluginRuntime>,
+    pub(super) conformance: RuntimeOptions,
+    /// Candidates being checked now.
+    pub(super) checking: std::sync::atomic::AtomicUsize,
+    pub(super) default_config: PluginConfig,
+    pub(super) idle_connections: usize,
+    pub(super) pin: std::sync::Mutex<Option<Sha256Hex>>,
+    pub(super) observer: Arc<dyn Observer>,
+    /// Where corpus candidates are indexed.
+    pub(super) index_dir: PathBuf,
+    /// The corpus pin: the same rule as `pin`, for corpus swaps.
+    pub(super) corpus_pin: std::sync::Mutex<Option<Sha256Hex>>,
+    /// Corpus candidates being loaded and checked now.
+    pub(super) corpus_checking: std::sync::atomic::AtomicUsize,
+    /// Corpora swapped out, watched until their last request ends.
+    pub(super) retired: std::sync::Mutex<Vec<turnstile_corpus::CorpusWatch>>,
+}
+
+impl HotSwap {
+    /// Swaps into `slot`, compiling with the serving runtime (and counting each swap in
+    /// `metrics`); a candidate's smoke checks run on the conformance runtime (a call deadline:
+    /// conformance work is not serving, so a looping or hung candidate is stopped there and
+    /// refused). Each candidate gets its own pool of at most `idle_connections` idle
+    /// connections, a sibling of the current generation's (the same corpus, loaded once), and
+    /// `default_config` unless the swap names its own. Corpus candidates are indexed in
+    /// `corpus.index_dir`, under `corpus.pin`.
+    pub fn new(
+        slot: Arc<PluginSlot>,
+        runtimes: Runtimes,
+        default_config: PluginConfig,
+        idle_connections: usize,
+        pin: Option<Sha256Hex>,
+        corpus: CorpusOptions,
+        observer: Arc<dyn Observer>,
+    ) -> Self {
+        Self {
+            slot,
+            runtime: runtimes.serving,
+            conformance: runtimes.conformance,
+            checking: std::sync::atomic::AtomicUsize::new(0),
+            default_config,
+            idle_connections,
+            pin: std::sync::Mutex::new(pin),
+            observer,
+            index_dir: corpus.index_dir,
+            corpus_pin: std::sync::Mutex::new(corpus.pin),
+            corpus_checking: std::sync::atomic::AtomicUsize::new(0),
+            retired: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The sha256 every install must match now, if the server is pinned.
+    pub fn pin(&self) -> Option<Sha256Hex> {
+        self.pin.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Candidates being compiled and checked now (at most [`MAX_CANDIDATES_CHECKED`]).
+    pub fn candidates_checking(&self) -> usize {
+        self.checking.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The slot swaps install into.
+    pub fn slot(&self) -> &Arc<PluginSlot> {
+        &self.slot
+    }
+}
+
+/// A candidate being checked: counted while it lives.
+pub(super) struct Checking<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Checking<'a> {
+    /// Counts one more candidate, unless [`MAX_CANDIDATES_CHECKED`] are being checked already.
+    pub(super) fn enter(checking: &'a std::sync::atomic::AtomicUsize) -> Option<Self> {
+        Self::enter_below(checking, MAX_CANDIDATES_CHECKED)
+    }
+
+    /// Counts one more candidate, unless `max` are being checked already.
+    pub(super) fn enter_below(
+        checking: &'a std::sync::atomic::AtomicUsize,
+        max: usize,
+    ) -> Option<Self> {
+        use std::sync::atomic::Ordering;
+        checking
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(checking))
+    }
+}
+
+impl Drop for Checking<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
