@@ -247,7 +247,7 @@ fn the_example_file_is_valid_and_documents_every_flag() {
 }
 
 /// `--log-format json`: every log line is a JSON object; a request's completion line is inside
-/// its span (the same id as its `x-request-id`) with route, status, generation and timings.
+/// its span (the same id as its `x-request-id`) with route, status, generations and timings.
 /// `--access-log false` turns that line off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_carry_the_request_span_and_one_access_line() {
@@ -279,6 +279,7 @@ async fn json_logs_carry_the_request_span_and_one_access_line() {
     assert_eq!(line["span"]["x_request_id"], "trace-42");
     assert_eq!(line["fields"]["status"], 200);
     assert_eq!(line["fields"]["generation"], 1);
+    assert_eq!(line["fields"]["corpus_generation"], 1);
     assert!(line["fields"]["queue_ms"].is_number() && line["fields"]["execution_ms"].is_number());
 
     let quiet = serve_child("quiet", vec!["--access-log".into(), "false".into()]).await;

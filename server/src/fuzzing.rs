@@ -13,6 +13,7 @@ use std::path::Path;
 use crate::http::ApiError;
 use crate::http::RetrieveRequest;
 use crate::http::admin::SwapOrder;
+use crate::http::corpus_swap::CorpusSwapOrder;
 use crate::http::error::MAX_QUOTED_BYTES;
 use crate::serve::{Origin, ResolveError};
 
@@ -39,21 +40,13 @@ pub fn retrieve_body(data: &[u8]) {
     }
 }
 
-/// A `POST /admin/plugin` body: a candidate with a 64-digit pin and bounded settings, or refused
-/// as invalid with a 400 or 422 and a bounded message.
+/// The admin swap bodies, `POST /admin/plugin`'s and `POST /admin/corpus`'s, on the same bytes:
+/// a candidate with a 64-digit pin (and, for a plugin, bounded settings), or refused as invalid
+/// with a 400 or 422 and a bounded message.
 pub fn swap_body(data: &[u8]) {
     match SwapOrder::parse(data) {
         Ok(order) => {
-            if let turnstile_host::swap::Trigger::Admin { sha256: Some(pin) } = &order.trigger {
-                assert!(
-                    pin.as_str().len() == 64
-                        && pin
-                            .as_str()
-                            .bytes()
-                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-                    "pin {pin}"
-                );
-            }
+            well_formed_pin(&order.trigger);
             if let Some(config) = &order.config {
                 assert!(config.len() <= turnstile_host::MAX_PLUGIN_CONFIG_ENTRIES);
                 for (key, value) in config {
@@ -63,6 +56,27 @@ pub fn swap_body(data: &[u8]) {
             }
         }
         Err(error) => refused_as_invalid(&error),
+    }
+    match CorpusSwapOrder::parse(data) {
+        Ok(order) => {
+            assert!(!order.path.as_os_str().is_empty(), "an empty path");
+            well_formed_pin(&order.trigger);
+        }
+        Err(error) => refused_as_invalid(&error),
+    }
+}
+
+/// An admin trigger's pin, if any, is 64 lowercase hex digits.
+fn well_formed_pin(trigger: &turnstile_host::swap::Trigger) {
+    if let turnstile_host::swap::Trigger::Admin { sha256: Some(pin) } = trigger {
+        assert!(
+            pin.as_str().len() == 64
+                && pin
+                    .as_str()
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            "pin {pin}"
+        );
     }
 }
 

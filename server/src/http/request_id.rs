@@ -61,8 +61,8 @@ pub async fn request_scope(
         .cloned()
         .unwrap_or_else(|| HeaderValue::from(number));
     let route = route_of(routes, request.extensions().get::<MatchedPath>());
-    // Every line logged inside the request carries these; `generation` is recorded once a
-    // `/retrieve` request is admitted and its plugin generation fixed.
+    // Every line logged inside the request carries these; `generation` and `corpus_generation`
+    // are recorded once a `/retrieve` request is admitted and its generation fixed.
     let span = tracing::info_span!(
         "request",
         request_id = number,
@@ -71,6 +71,7 @@ pub async fn request_scope(
         path = request.uri().path(),
         route,
         generation = tracing::field::Empty,
+        corpus_generation = tracing::field::Empty,
     );
     request.extensions_mut().insert(RequestId {
         number,
@@ -94,6 +95,7 @@ pub async fn request_scope(
                 status,
                 error = rejected,
                 generation = served.map(|s| s.generation),
+                corpus_generation = served.map(|s| s.corpus_generation),
                 queue_ms = served.map(|s| s.queue_ms),
                 execution_ms = served.map(|s| s.execution_ms),
                 total_ms = started.elapsed().as_secs_f64() * 1e3,
@@ -109,6 +111,8 @@ pub async fn request_scope(
 pub struct Served {
     /// The plugin generation that answered.
     pub generation: u64,
+    /// The corpus generation it read.
+    pub corpus_generation: u64,
     /// Time waiting for the lease.
     pub queue_ms: f64,
     /// The plugin call.

@@ -68,6 +68,7 @@ pub async fn retrieve(
     // the request names the plugin generation that serves it.
     let span = tracing::Span::current();
     span.record("generation", generation.number);
+    span.record("corpus_generation", generation.corpus.number);
     let worker = tokio::task::spawn_blocking(move || {
         let _in_request = span.enter();
         // The leases live in the worker: they are released when this closure ends — the plugin
@@ -88,6 +89,7 @@ pub async fn retrieve(
         Ok((Ok(sources), execution_ms)) => Ok((
             Extension(Served {
                 generation: generation.number,
+                corpus_generation: generation.corpus.number,
                 queue_ms,
                 execution_ms,
             }),
