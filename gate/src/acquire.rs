@@ -19,6 +19,13 @@ pub enum Refusal {
         /// Suggested wait before retrying.
         retry_after: Duration,
     },
+    /// The request's flow had its `max_waiting_per_flow` waiters (HTTP 429 `queue_full`); other
+    /// flows may still queue.
+    #[error("queue_full: this flow's lane of the wait queue is full")]
+    FlowQueueFull {
+        /// Suggested wait before retrying.
+        retry_after: Duration,
+    },
     /// The wait deadline passed in the queue (HTTP 503 `wait_timeout`).
     #[error("wait_timeout: no slot within the wait deadline")]
     WaitTimeout {
@@ -31,14 +38,20 @@ impl Refusal {
     /// Suggested wait before retrying.
     pub fn retry_after(&self) -> Duration {
         match self {
-            Self::QueueFull { retry_after } | Self::WaitTimeout { retry_after } => *retry_after,
+            Self::QueueFull { retry_after }
+            | Self::FlowQueueFull { retry_after }
+            | Self::WaitTimeout { retry_after } => *retry_after,
         }
     }
 }
 
 enum Stage {
-    /// Not polled yet: nothing is registered with the gate.
-    Start { gate: Arc<GateInner> },
+    /// Not polled yet: nothing is registered with the gate. `flow`: the flow it waits in
+    /// (`None`: the default flow).
+    Start {
+        gate: Arc<GateInner>,
+        flow: Option<Box<str>>,
+    },
     /// In the queue under this key since `since`, with its deadline timer.
     Queued {
         gate: Arc<GateInner>,
@@ -57,9 +70,9 @@ pub struct Acquire {
 }
 
 impl Acquire {
-    pub(super) fn new(gate: Arc<GateInner>) -> Self {
+    pub(super) fn new(gate: Arc<GateInner>, flow: Option<Box<str>>) -> Self {
         Self {
-            stage: Stage::Start { gate },
+            stage: Stage::Start { gate, flow },
         }
     }
 
@@ -67,7 +80,7 @@ impl Acquire {
     /// the request joined the queue.
     fn lease(&mut self, grant: Grant, since: Instant) -> Lease {
         match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Start { gate } | Stage::Queued { gate, .. } => Lease::new(
+            Stage::Start { gate, .. } | Stage::Queued { gate, .. } => Lease::new(
                 gate,
                 grant.key,
                 grant.granted_at.saturating_duration_since(since),
@@ -85,16 +98,24 @@ impl Future for Acquire {
         let this = self.get_mut();
         loop {
             match &mut this.stage {
-                Stage::Start { gate } => {
+                Stage::Start { gate, flow } => {
                     // The one clock read of an admission: it stamps the lease's start.
                     let now = Instant::now();
-                    match gate.enter(cx.waker(), now) {
+                    let flow = flow.as_deref().unwrap_or(super::flows::DEFAULT_FLOW);
+                    match gate.enter(cx.waker(), now, flow) {
                         Entry::Admitted(grant) => {
                             return Poll::Ready(Ok(this.lease(grant, now)));
                         }
-                        Entry::QueueFull { retry_after } => {
+                        Entry::QueueFull {
+                            retry_after,
+                            flow_limit,
+                        } => {
                             this.stage = Stage::Done;
-                            return Poll::Ready(Err(Refusal::QueueFull { retry_after }));
+                            return Poll::Ready(Err(if flow_limit {
+                                Refusal::FlowQueueFull { retry_after }
+                            } else {
+                                Refusal::QueueFull { retry_after }
+                            }));
                         }
                         Entry::Queued(key) => {
                             // An active timer, not a lazy check: it wakes this task at the

@@ -6,6 +6,7 @@ use quanta::Instant;
 use super::acquire::Acquire;
 use super::config::GateConfig;
 use super::events::EventsAfter;
+use super::flows::FlowConfig;
 use super::state::{GateInner, Snapshot};
 use super::sync::Arc;
 
@@ -22,10 +23,25 @@ impl Gate {
     /// `std::time::Instant` costs ~30 ns on a VM), falling back to the monotonic clock where the
     /// TSC is not reliable. Its one-off calibration runs here, not in the first request.
     pub fn new(config: GateConfig) -> Self {
+        Self::build(config, None)
+    }
+
+    /// A gate with these limits whose wait queue is shared fairly by flows
+    /// ([`Gate::acquire_in`]): a FIFO lane per flow, served in turn by weight.
+    pub fn with_flows(config: GateConfig, flows: FlowConfig) -> Self {
+        Self::build(config, Some(flows))
+    }
+
+    fn build(config: GateConfig, flows: Option<FlowConfig>) -> Self {
         let _ = Instant::now();
         Self {
-            inner: Arc::new(GateInner::new(config)),
+            inner: Arc::new(GateInner::new(config, flows)),
         }
+    }
+
+    /// How the queue is shared by flows (with flows off: one flow, no per-flow bound).
+    pub fn flow_config(&self) -> FlowConfig {
+        self.inner.flow_config()
     }
 
     /// The gate's limits.
@@ -44,7 +60,16 @@ impl Gate {
     /// leaks and the request never ran. Once it has returned a [`super::Lease`], cancellation of
     /// the caller no longer matters: only dropping the lease releases the slot.
     pub fn acquire(&self) -> Acquire {
-        Acquire::new(Arc::clone(&self.inner))
+        Acquire::new(Arc::clone(&self.inner), None)
+    }
+
+    /// [`Gate::acquire`] for a request of `flow` (a name [`super::valid_flow_name`] accepts;
+    /// ignored with flows off). It waits in its flow's FIFO lane; a freed slot goes to the
+    /// lanes in turn, each taking as many as its weight, so one flow's flood does not hold up
+    /// the others. Refused as [`super::Refusal::FlowQueueFull`] when its lane holds
+    /// `max_waiting_per_flow` waiters. The same cancel safety.
+    pub fn acquire_in(&self, flow: &str) -> Acquire {
+        Acquire::new(Arc::clone(&self.inner), Some(flow.into()))
     }
 
     /// The events after `order` that the gate still retains (its last

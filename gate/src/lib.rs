@@ -11,6 +11,7 @@
 mod acquire;
 mod config;
 mod events;
+mod flows;
 mod gate;
 mod lease;
 mod queue;
@@ -20,6 +21,10 @@ mod sync;
 pub use acquire::{Acquire, Refusal};
 pub use config::{GateConfig, GateConfigError};
 pub use events::{Event, EventStatus, EventsAfter, MAX_EVENTS, RETAINED_EVENTS};
+pub use flows::{
+    DEFAULT_FLOW, FlowConfig, FlowConfigError, FlowSnapshot, MAX_FLOW_NAME_BYTES, MAX_FLOWS_RANGE,
+    OVERFLOW_FLOW, WEIGHT_RANGE, valid_flow_name,
+};
 pub use gate::Gate;
 pub use lease::{ClientWatch, Lease};
 pub use state::{LeaseSnapshot, Snapshot, Totals};

@@ -8,11 +8,14 @@ use slab::Slab;
 
 use super::GateConfig;
 use super::events::{Event, EventLog, EventStatus, EventsAfter, MAX_EVENTS};
-use super::queue::{Left, WaitQueue, WaiterKey};
+use super::flows::{FlowConfig, FlowSnapshot, FlowTable, Outcome};
+use super::queue::{Left, Promoted, WaitQueue, WaiterKey};
 use super::sync::{Mutex, MutexGuard};
 
 pub(super) struct GateInner {
     pub(super) config: GateConfig,
+    /// Whether requests name their flows (else every one is in the default flow).
+    flows_on: bool,
     state: Mutex<GateState>,
 }
 
@@ -23,8 +26,10 @@ pub(super) struct GateState {
     /// leases held by workers and the ones promoted to a waiter that has not picked theirs up
     /// yet. Its length is the gate's `active` count.
     leases: Slab<LeaseRecord>,
-    /// Waiters in arrival order, and the ones promoted that have not picked their lease up.
+    /// Waiters, a FIFO lane per flow, and the ones promoted that have not picked their lease up.
     waiters: WaitQueue,
+    /// The live flows and their counts.
+    flows: FlowTable,
     next_ticket: u64,
     events: EventLog,
     /// Recent execution time (exponentially weighted), for `Retry-After`.
@@ -57,6 +62,7 @@ struct LeaseRecord {
     ticket: u64,
     granted_at: Instant,
     client_gone: bool,
+    flow: usize,
 }
 
 /// Where a lease lives in the gate: its slot, and the ticket of the request it belongs to (a
@@ -78,7 +84,11 @@ pub(super) struct Grant {
 pub(super) enum Entry {
     Admitted(Grant),
     Queued(WaiterKey),
-    QueueFull { retry_after: Duration },
+    /// Refused: the whole queue was full, or (`flow_limit`) the flow's lane.
+    QueueFull {
+        retry_after: Duration,
+        flow_limit: bool,
+    },
 }
 
 /// Whether a queued ticket got its lease.
@@ -121,15 +131,22 @@ pub struct Snapshot {
     pub client_gone: usize,
     /// Counts over the gate's life.
     pub totals: Totals,
+    /// With flows on: every live flow, busiest first (absent with flows off).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowSnapshot>,
 }
 
 impl GateInner {
-    /// The engine of a gate with these limits.
-    pub(super) fn new(config: GateConfig) -> Self {
+    /// The engine of a gate with these limits, its queue shared by `flows` (`None`: flows off,
+    /// one flow).
+    pub(super) fn new(config: GateConfig, flows: Option<FlowConfig>) -> Self {
+        let flows_on = flows.is_some();
         Self {
+            flows_on,
             state: Mutex::new(GateState {
                 leases: Slab::with_capacity(config.max_active),
                 waiters: WaitQueue::default(),
+                flows: FlowTable::new(flows.unwrap_or_else(FlowConfig::single)),
                 next_ticket: 0,
                 events: EventLog::default(),
                 service_ewma: None,
@@ -173,7 +190,17 @@ impl GateInner {
             client_gone: leases.iter().filter(|l| l.client_gone).count(),
             leases,
             totals: state.totals,
+            flows: if self.flows_on {
+                state.flows.snapshot()
+            } else {
+                Vec::new()
+            },
         }
+    }
+
+    /// The flows' settings (with flows off: one flow, no per-flow bound).
+    pub(super) fn flow_config(&self) -> FlowConfig {
+        self.lock().flows.config().clone()
     }
     fn lock(&self) -> MutexGuard<'_, GateState> {
         // No code panics while holding the lock; if one ever did, the counts are still whole
@@ -183,25 +210,45 @@ impl GateInner {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// First poll: admit, queue, or refuse. `now` is read before the lock is taken.
-    pub(super) fn enter(&self, waker: &Waker, now: Instant) -> Entry {
+    /// First poll: admit, queue (in `flow`'s lane), or refuse. `now` is read before the lock is
+    /// taken.
+    pub(super) fn enter(&self, waker: &Waker, now: Instant, flow: &str) -> Entry {
         let mut state = self.lock();
         state.next_ticket += 1;
         let ticket = state.next_ticket;
+        let flow = if self.flows_on {
+            state.flows.enter(flow)
+        } else {
+            state.flows.enter(super::flows::DEFAULT_FLOW)
+        };
         if state.leases.len() < self.config.max_active && state.waiters.is_empty() {
-            let grant = state.grant(ticket, now);
+            let grant = state.grant(ticket, now, flow);
+            state.flows.add_active(flow, 1);
+            state.flows.count(flow, Outcome::Admitted);
             state.log(EventStatus::Admitted);
             state.totals.admitted += 1;
             Entry::Admitted(grant)
-        } else if state.waiters.len() < self.config.max_waiting {
-            let key = state.waiters.push_back(ticket, now, waker.clone());
+        } else if state.waiters.len() < self.config.max_waiting
+            && state.flows.waiting(flow) < state.flows.config().max_waiting_per_flow
+        {
+            let weight = state.flows.weight(flow);
+            let key = state
+                .waiters
+                .push_back(flow, weight, ticket, now, waker.clone());
+            state.flows.add_waiting(flow, 1);
             state.log(EventStatus::Queued);
             Entry::Queued(key)
         } else {
+            let flow_limit = state.waiters.len() < self.config.max_waiting;
+            state.flows.count(flow, Outcome::QueueFull);
+            state.flows.settle(flow);
             state.log(EventStatus::QueueFull);
             state.totals.queue_full += 1;
             let retry_after = state.retry_after(self.config.max_active);
-            Entry::QueueFull { retry_after }
+            Entry::QueueFull {
+                retry_after,
+                flow_limit,
+            }
         }
     }
 
@@ -211,6 +258,8 @@ impl GateInner {
         if let Some(lease) = state.waiters.take_promoted(key) {
             state.totals.admitted += 1;
             state.totals.promoted += 1;
+            let flow = state.leases[lease].flow;
+            state.flows.count(flow, Outcome::Admitted);
             return Pickup::Granted(state.grant_of(lease, key.ticket));
         }
         if let Some(slot) = state.waiters.waker_mut(key) {
@@ -227,12 +276,17 @@ impl GateInner {
     pub(super) fn expire(&self, key: WaiterKey) -> Result<Grant, Duration> {
         let mut state = self.lock();
         match state.waiters.remove(key) {
-            Some(Left::Promoted { lease }) => {
+            Some((Left::Promoted { lease }, flow)) => {
                 state.totals.admitted += 1;
                 state.totals.promoted += 1;
+                state.flows.count(flow, Outcome::Admitted);
                 Ok(state.grant_of(lease, key.ticket))
             }
-            Some(Left::Waiting) | None => {
+            left @ (Some((Left::Waiting, _)) | None) => {
+                if let Some((_, flow)) = left {
+                    state.flows.count(flow, Outcome::WaitTimeout);
+                    state.flows.add_waiting(flow, -1);
+                }
                 state.log(EventStatus::WaitTimeout);
                 state.totals.wait_timeout += 1;
                 Err(state.retry_after(self.config.max_active))
@@ -245,11 +299,12 @@ impl GateInner {
     pub(super) fn cancel(&self, key: WaiterKey) {
         let mut state = self.lock();
         match state.waiters.remove(key) {
-            Some(Left::Waiting) => {
+            Some((Left::Waiting, flow)) => {
+                state.flows.add_waiting(flow, -1);
                 state.log(EventStatus::WaitCancelled);
                 state.totals.cancelled += 1;
             }
-            Some(Left::Promoted { lease }) => {
+            Some((Left::Promoted { lease }, _)) => {
                 // Handed a lease it never picked up: it never ran.
                 state.totals.cancelled += 1;
                 let lease = LeaseKey {
@@ -305,12 +360,13 @@ impl GateState {
         self.events.push(status, active, waiting, took_us);
     }
 
-    /// Takes a slot for `ticket`'s lease. The caller has checked that one is free.
-    fn grant(&mut self, ticket: u64, now: Instant) -> Grant {
+    /// Takes a slot for `ticket`'s lease (of `flow`). The caller has checked that one is free.
+    fn grant(&mut self, ticket: u64, now: Instant, flow: usize) -> Grant {
         let slot = self.leases.insert(LeaseRecord {
             ticket,
             granted_at: now,
             client_gone: false,
+            flow,
         });
         Grant {
             key: LeaseKey { slot, ticket },
@@ -328,9 +384,10 @@ impl GateState {
         }
     }
 
-    /// Frees the slot of `ticket` and hands it to the oldest waiter, if any (strict FIFO: a
-    /// newcomer can never take it first, because `enter` admits only when nobody waits).
-    /// Returns the promoted waiter's waker, to be woken after the lock is dropped.
+    /// Frees the slot of `ticket` and hands it to the next waiter, if any: the oldest of the
+    /// flow whose turn it is (with one flow, strict FIFO; a newcomer can never take it first,
+    /// because `enter` admits only when nobody waits). Returns the promoted waiter's waker, to
+    /// be woken after the lock is dropped.
     fn release(&mut self, key: LeaseKey, now: Instant, config: &GateConfig) -> Option<Waker> {
         let record = self.leases.try_remove(key.slot)?;
         debug_assert_eq!(
@@ -343,17 +400,23 @@ impl GateState {
             None => held_s,
             Some(avg) => 0.8 * avg + 0.2 * held_s,
         });
+        self.flows.add_active(record.flow, -1);
         self.log_took(EventStatus::Released, Some(held));
         self.totals.released += 1;
         debug_assert!(self.leases.len() < config.max_active);
         let leases = &mut self.leases;
-        let (_, since, waker) = self.waiters.promote_front(|ticket| {
+        let Promoted {
+            since, flow, waker, ..
+        } = self.waiters.promote_next(|ticket, flow| {
             leases.insert(LeaseRecord {
                 ticket,
                 granted_at: now,
                 client_gone: false,
+                flow,
             })
         })?;
+        self.flows.add_active(flow, 1);
+        self.flows.add_waiting(flow, -1);
         self.log_took(
             EventStatus::Promoted,
             Some(now.saturating_duration_since(since)),

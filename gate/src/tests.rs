@@ -334,6 +334,84 @@ mod properties {
                 Ok(())
             })?;
         }
+
+        /// With flows: the same, plus FIFO within each flow, every flow's lane within its
+        /// bound, the flows' counts adding up to the gate's, and no flow left once idle.
+        #[test]
+        fn random_sequences_with_flows_keep_the_invariants(
+            max_active in 1usize..4,
+            max_waiting in 0usize..6,
+            per_flow in 0usize..3,
+            ops in proptest::collection::vec((op(), 0usize..3), 1..40),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let config = GateConfig::new(max_active, max_waiting, Duration::from_millis(200)).unwrap();
+                let weights = [("f1".to_owned(), 2)].into_iter().collect();
+                let gate = Gate::with_flows(config, FlowConfig::new(3, per_flow, weights, 1).unwrap());
+                let names = ["f0", "f1", "f2"];
+                let mut pending: Vec<(Acquire, bool, usize)> = Vec::new();
+                let mut leases: Vec<Lease> = Vec::new();
+                let mut granted_from_queue: Vec<Vec<u64>> = vec![Vec::new(); 3];
+                let mut acquires = 0u64;
+                for (op, flow) in ops {
+                    match op {
+                        Op::Acquire => {
+                            acquires += 1;
+                            pending.push((gate.acquire_in(names[flow]), false, flow));
+                        }
+                        Op::PollAll => {}
+                        Op::Cancel(i) if !pending.is_empty() => {
+                            let i = i % pending.len();
+                            drop(pending.remove(i));
+                        }
+                        Op::Release(i) if !leases.is_empty() => {
+                            let i = i % leases.len();
+                            drop(leases.remove(i));
+                        }
+                        Op::Advance(ms) => tokio::time::advance(Duration::from_millis(ms)).await,
+                        _ => {}
+                    }
+                    let mut still = Vec::new();
+                    for (mut f, queued, flow) in pending.drain(..) {
+                        match poll_once(&mut f) {
+                            Poll::Pending => still.push((f, true, flow)),
+                            Poll::Ready(Ok(lease)) => {
+                                if queued {
+                                    granted_from_queue[flow].push(lease.ticket());
+                                }
+                                leases.push(lease);
+                            }
+                            Poll::Ready(Err(_)) => {}
+                        }
+                    }
+                    pending = still;
+                    let s = gate.snapshot();
+                    prop_assert!(s.active <= max_active);
+                    prop_assert!(s.waiting <= max_waiting);
+                    prop_assert_eq!(s.active, s.flows.iter().map(|f| f.active).sum::<usize>());
+                    prop_assert_eq!(s.waiting, s.flows.iter().map(|f| f.waiting).sum::<usize>());
+                    prop_assert!(s.flows.iter().all(|f| f.waiting <= per_flow && f.active + f.waiting > 0));
+                    prop_assert!(s.flows.len() <= 3);
+                }
+                for (flow, granted) in granted_from_queue.iter().enumerate() {
+                    prop_assert!(granted.windows(2).all(|w| w[0] < w[1]), "flow {} not FIFO: {:?}", flow, granted);
+                }
+                drop(pending);
+                drop(leases);
+                let s = gate.snapshot();
+                prop_assert_eq!((s.active, s.waiting), (0, 0));
+                prop_assert!(s.flows.is_empty(), "{:?}", s.flows);
+                let t = s.totals;
+                prop_assert_eq!(t.admitted + t.queue_full + t.wait_timeout + t.cancelled, acquires);
+                prop_assert!(t.admitted <= t.released && t.promoted <= t.admitted);
+                Ok(())
+            })?;
+        }
     }
 }
 
@@ -371,4 +449,184 @@ async fn promotions_carry_the_wait_and_releases_the_hold() {
     let after = gate.events_after(3);
     assert_eq!((after.missed, after.events.len()), (0, 2));
     assert_eq!(gate.last_event_order(), 5);
+}
+
+fn flow_gate(max_active: usize, max_waiting: usize, flows: FlowConfig) -> Gate {
+    Gate::with_flows(
+        GateConfig::new(max_active, max_waiting, Duration::from_secs(60)).unwrap(),
+        flows,
+    )
+}
+
+fn flows(max_flows: usize, per_flow: usize, weights: &[(&str, u32)]) -> FlowConfig {
+    let weights = weights.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect();
+    FlowConfig::new(max_flows, per_flow, weights, 1).unwrap()
+}
+
+/// Releases the held lease again and again, each time polling every waiter still waiting;
+/// returns the names of the waiters in the order they were granted.
+fn serve_all(mut held: Lease, mut waiters: Vec<(&'static str, Acquire)>) -> Vec<&'static str> {
+    let mut order = Vec::new();
+    while !waiters.is_empty() {
+        drop(held);
+        let mut granted = None;
+        for (i, (_, w)) in waiters.iter_mut().enumerate() {
+            if let Poll::Ready(result) = poll_once(w) {
+                assert!(granted.is_none(), "two waiters granted at once");
+                granted = Some((i, result.unwrap()));
+            }
+        }
+        let (i, lease) = granted.expect("a waiter is granted per release");
+        order.push(waiters.remove(i).0);
+        held = lease;
+    }
+    order
+}
+
+#[tokio::test]
+async fn a_flood_in_one_flow_does_not_hold_up_another_and_each_flow_stays_fifo() {
+    let gate = flow_gate(1, 100, flows(8, 100, &[]));
+    let held = gate.acquire_in("noisy").await.unwrap();
+    let mut waiters = Vec::new();
+    for name in ["n1", "n2", "n3", "n4", "n5"] {
+        waiters.push((name, gate.acquire_in("noisy")));
+    }
+    waiters.push(("q1", gate.acquire_in("quiet")));
+    waiters.push(("q2", gate.acquire_in("quiet")));
+    for (_, w) in &mut waiters {
+        assert!(poll_once(w).is_pending());
+    }
+    let s = gate.snapshot();
+    let lanes: Vec<(&str, usize, usize)> = s
+        .flows
+        .iter()
+        .map(|f| (f.name.as_str(), f.active, f.waiting))
+        .collect();
+    assert_eq!(lanes, [("noisy", 1, 5), ("quiet", 0, 2)]);
+    assert_eq!(
+        serve_all(held, waiters),
+        ["n1", "q1", "n2", "q2", "n3", "n4", "n5"]
+    );
+}
+
+#[tokio::test]
+async fn weights_give_a_flow_that_many_slots_per_turn() {
+    let gate = flow_gate(1, 100, flows(8, 100, &[("interactive", 3)]));
+    let held = gate.acquire_in("batch").await.unwrap();
+    let mut waiters = Vec::new();
+    for (b, i) in [("b1", "i1"), ("b2", "i2"), ("b3", "i3"), ("b4", "i4")] {
+        waiters.push((b, gate.acquire_in("batch")));
+        waiters.push((i, gate.acquire_in("interactive")));
+    }
+    for (_, w) in &mut waiters {
+        assert!(poll_once(w).is_pending());
+    }
+    assert_eq!(
+        serve_all(held, waiters),
+        ["b1", "i1", "i2", "i3", "b2", "i4", "b3", "b4"]
+    );
+    let s = gate.snapshot();
+    assert!(
+        s.flows.is_empty(),
+        "idle flows are forgotten: {:?}",
+        s.flows
+    );
+}
+
+#[tokio::test]
+async fn a_full_lane_refuses_its_flow_only_and_says_so() {
+    let gate = flow_gate(1, 10, flows(8, 2, &[]));
+    let _held = gate.acquire_in("a").await.unwrap();
+    let mut a1 = gate.acquire_in("a");
+    let mut a2 = gate.acquire_in("a");
+    assert!(poll_once(&mut a1).is_pending() && poll_once(&mut a2).is_pending());
+    match poll_once(&mut gate.acquire_in("a")) {
+        Poll::Ready(Err(Refusal::FlowQueueFull { .. })) => {}
+        other => panic!("expected the flow's lane full, got {other:?}"),
+    }
+    let mut b1 = gate.acquire_in("b");
+    assert!(poll_once(&mut b1).is_pending(), "another flow still queues");
+    let s = gate.snapshot();
+    assert_eq!(s.totals.queue_full, 1);
+    let a = s.flows.iter().find(|f| f.name == "a").unwrap();
+    assert_eq!((a.waiting, a.queue_full), (2, 1));
+}
+
+#[tokio::test]
+async fn past_max_flows_new_names_share_the_overflow_flow() {
+    let gate = flow_gate(1, 100, flows(2, 100, &[]));
+    let held = gate.acquire_in("a").await.unwrap();
+    let mut waiters = Vec::new();
+    for (name, flow) in [
+        ("a1", "a"),
+        ("b1", "b"),
+        ("c1", "c"),
+        ("d1", "d"),
+        ("b2", "b"),
+    ] {
+        waiters.push((name, gate.acquire_in(flow)));
+    }
+    for (_, w) in &mut waiters {
+        assert!(poll_once(w).is_pending());
+    }
+    let names: Vec<(String, usize)> = gate
+        .snapshot()
+        .flows
+        .into_iter()
+        .map(|f| (f.name, f.waiting))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("(overflow)".to_owned(), 2),
+            ("a".to_owned(), 1),
+            ("b".to_owned(), 2)
+        ]
+    );
+    // Three lanes in turn: a, b, the overflow (c and d, in their order), and b again.
+    assert_eq!(serve_all(held, waiters), ["a1", "b1", "c1", "b2", "d1"]);
+}
+
+#[tokio::test]
+async fn a_waiter_leaving_mid_lane_leaves_nothing_behind() {
+    let gate = flow_gate(1, 100, flows(8, 100, &[]));
+    let held = gate.acquire_in("busy").await.unwrap();
+    let mut waiters = Vec::new();
+    for name in ["x1", "x2", "x3"] {
+        waiters.push((name, gate.acquire_in("busy")));
+    }
+    waiters.push(("y1", gate.acquire_in("other")));
+    for (_, w) in &mut waiters {
+        assert!(poll_once(w).is_pending());
+    }
+    drop(waiters.remove(1)); // x2 leaves mid-lane
+    assert_eq!(gate.snapshot().totals.cancelled, 1);
+    assert_eq!(serve_all(held, waiters), ["x1", "y1", "x3"]);
+    let s = gate.snapshot();
+    assert_eq!((s.active, s.waiting), (0, 0));
+    assert!(s.flows.is_empty(), "{:?}", s.flows);
+    assert!(matches!(
+        poll_once(&mut gate.acquire_in("busy")),
+        Poll::Ready(Ok(_))
+    ));
+}
+
+#[tokio::test]
+async fn with_flows_off_a_flow_name_changes_nothing() {
+    let gate = gate(1, 100, 60_000);
+    let held = gate.acquire_in("noisy").await.unwrap();
+    let mut waiters = Vec::new();
+    for (name, flow) in [
+        ("n1", "noisy"),
+        ("n2", "noisy"),
+        ("q1", "quiet"),
+        ("n3", "noisy"),
+    ] {
+        waiters.push((name, gate.acquire_in(flow)));
+    }
+    for (_, w) in &mut waiters {
+        assert!(poll_once(w).is_pending());
+    }
+    assert!(gate.snapshot().flows.is_empty(), "no flows shown when off");
+    assert_eq!(serve_all(held, waiters), ["n1", "n2", "q1", "n3"]);
 }

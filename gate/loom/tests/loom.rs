@@ -125,3 +125,42 @@ fn two_waiters_share_one_slot() {
         assert_idle(&gate);
     });
 }
+
+/// Flows: two waiters of two flows on two threads, one slot, and a cancellation of a third
+/// waiter in a lane racing the releases. Each waiter gets the slot in turn, the cancelled one
+/// leaves its lane (or gives back a promoted lease), and every lane and flow is gone at the end.
+#[test]
+fn waiters_of_two_flows_share_one_slot_while_one_leaves() {
+    model(|| {
+        let flows = turnstile_gate::FlowConfig::new(4, 4, Default::default(), 1).unwrap();
+        let gate = Gate::with_flows(
+            GateConfig::new(1, 4, Duration::from_secs(60)).unwrap(),
+            flows,
+        );
+        let held = block_on(gate.acquire_in("a")).unwrap();
+        let mut leaving = gate.acquire_in("a");
+        assert_eq!(poll_once(&mut leaving), Poll::Pending);
+        let workers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|flow| {
+                let gate = gate.clone();
+                thread::spawn(move || {
+                    let lease = block_on(gate.acquire_in(flow)).unwrap();
+                    assert_eq!(gate.snapshot().active, 1);
+                    drop(lease);
+                })
+            })
+            .collect();
+        drop(held);
+        drop(leaving);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert!(
+            gate.snapshot().flows.is_empty(),
+            "{:?}",
+            gate.snapshot().flows
+        );
+        assert_idle(&gate);
+    });
+}
