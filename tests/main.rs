@@ -16,6 +16,7 @@ mod drive;
 mod edge;
 mod eval;
 mod fixtures;
+mod flows;
 mod gate;
 mod global;
 mod hostile;

@@ -17,6 +17,10 @@ use turnstile_global::{GlobalGate, GlobalLease, GlobalRefusal};
 pub struct Admission {
     gate: Gate,
     global: Option<GlobalGate>,
+    /// The header naming a request's flow, with flows on.
+    flow_header: Option<axum::http::HeaderName>,
+    /// The flows named in the settings (weighted): the only flow names a metric label shows.
+    named_flows: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -58,7 +62,37 @@ pub enum Refused {
 impl Admission {
     /// Admission by `gate` alone, or by `gate` and then `global`.
     pub fn new(gate: Gate, global: Option<GlobalGate>) -> Self {
-        Self { gate, global }
+        Self {
+            gate,
+            global,
+            flow_header: None,
+            named_flows: Default::default(),
+        }
+    }
+
+    /// Requests name their flow in `header` (the local gate must share its queue by flows:
+    /// [`Gate::with_flows`]).
+    pub fn with_flow_header(mut self, header: axum::http::HeaderName) -> Self {
+        self.flow_header = Some(header);
+        self.named_flows =
+            std::sync::Arc::new(self.gate.flow_config().weights.into_keys().collect());
+        self
+    }
+
+    /// With flows on, the flows the settings name (their own metric labels).
+    pub fn named_flows(&self) -> Option<&std::collections::BTreeSet<String>> {
+        self.flow_header.as_ref().map(|_| &*self.named_flows)
+    }
+
+    /// The metric label of `flow` (`None`: the default flow): its name if the settings name it
+    /// (a weight), `default`, or `other` — so labels stay bounded whatever clients send.
+    pub fn flow_label<'a>(&self, flow: Option<&'a str>) -> &'a str {
+        flow_label(&self.named_flows, flow)
+    }
+
+    /// The header naming a request's flow, with flows on.
+    pub fn flow_header(&self) -> Option<&axum::http::HeaderName> {
+        self.flow_header.as_ref()
     }
 
     /// The local gate (its snapshot, events and limits).
@@ -80,9 +114,18 @@ impl Admission {
     /// (or gives back a slot promoted to it meanwhile), a global waiter leaves the Redis queue,
     /// and a local lease already granted is released with the future. The request never ran.
     pub async fn admit(&self) -> Result<Admitted, Refused> {
+        self.admit_in(None).await
+    }
+
+    /// [`Admission::admit`] for a request of `flow` (its lane of the local gate's queue; `None`:
+    /// the default flow). The global gate is flow-blind.
+    pub async fn admit_in(&self, flow: Option<&str>) -> Result<Admitted, Refused> {
         let asked = Instant::now();
         let deadline = asked + self.gate.config().wait_deadline;
-        let lease = self.gate.acquire().await?;
+        let lease = match flow {
+            Some(flow) => self.gate.acquire_in(flow).await?,
+            None => self.gate.acquire().await?,
+        };
         let mut global_waited = None;
         let global = match &self.global {
             None => None,
@@ -103,5 +146,17 @@ impl Admission {
             waited: asked.elapsed(),
             global_waited,
         })
+    }
+}
+
+/// See [`Admission::flow_label`].
+pub(crate) fn flow_label<'a>(
+    named: &std::collections::BTreeSet<String>,
+    flow: Option<&'a str>,
+) -> &'a str {
+    match flow {
+        None | Some(turnstile_gate::DEFAULT_FLOW) => turnstile_gate::DEFAULT_FLOW,
+        Some(name) if named.contains(name) => name,
+        Some(_) => "other",
     }
 }

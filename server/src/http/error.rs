@@ -146,25 +146,34 @@ impl ApiError {
             )
                 .into_response(),
             Self::Refused(refusal) => {
-                let (status, body_status, detail) = match refusal {
+                let (status, body_status, detail, limit) = match refusal {
                     Refusal::QueueFull { .. } => (
                         StatusCode::TOO_MANY_REQUESTS,
                         RefusalStatus::QueueFull,
                         "the server is at capacity and its wait queue is full",
+                        None,
+                    ),
+                    Refusal::FlowQueueFull { .. } => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        RefusalStatus::QueueFull,
+                        "the server is at capacity and this flow's lane of the wait queue is full (--max-waiting-per-flow); other flows still queue",
+                        Some("max_waiting_per_flow"),
                     ),
                     Refusal::WaitTimeout { .. } => (
                         StatusCode::SERVICE_UNAVAILABLE,
                         RefusalStatus::WaitTimeout,
                         "no slot became free within the wait deadline",
+                        None,
                     ),
                 };
                 let retry_after = refusal.retry_after().as_secs().max(1);
-                refused(
+                refused_at(
                     status,
                     body_status,
                     RefusingGate::Local,
                     detail,
                     retry_after,
+                    limit,
                 )
             }
             Self::GlobalRefused(refusal) => {
@@ -228,6 +237,18 @@ fn refused(
     detail: &str,
     retry_after: u64,
 ) -> Response {
+    refused_at(status, body_status, gate, detail, retry_after, None)
+}
+
+/// [`refused`], naming the limit that was hit when it is not the obvious one.
+fn refused_at(
+    status: StatusCode,
+    body_status: RefusalStatus,
+    gate: RefusingGate,
+    detail: &str,
+    retry_after: u64,
+    limit: Option<&'static str>,
+) -> Response {
     (
         status,
         [(header::RETRY_AFTER, retry_after.to_string())],
@@ -236,6 +257,7 @@ fn refused(
             gate,
             detail: detail.to_owned(),
             retry_after_seconds: retry_after,
+            limit,
         }),
     )
         .into_response()

@@ -7,6 +7,7 @@ pub mod api;
 mod body;
 pub(crate) mod corpus_swap;
 pub(crate) mod error;
+mod flow;
 mod health;
 pub mod live;
 mod openapi;

@@ -63,6 +63,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         )],
         state.metrics.render(
             state.admission.gate(),
+            state.admission.named_flows(),
             &state.plugins,
             state.admission.global(),
             {

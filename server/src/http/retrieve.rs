@@ -13,10 +13,13 @@ use super::api::{
 };
 use super::body::{read_body, require_json};
 use super::error::ApiError;
+use super::flow::flow_of;
 use super::request::{MAX_BODY_BYTES, RetrieveRequest};
 use super::request_id::{RequestId, Served};
 use super::state::AppState;
+use crate::admission::Refused;
 use crate::metrics::CallOutcome;
+use turnstile_gate::Refusal;
 use turnstile_host::{PluginError, Source};
 
 /// `POST /retrieve`: the sources for a question, best first.
@@ -46,13 +49,28 @@ pub async fn retrieve(
     body: Body,
 ) -> Result<(Extension<Served>, Json<RetrieveResponse>), ApiError> {
     require_json(&headers)?;
+    let flow = flow_of(state.admission.flow_header(), &headers)?;
     let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
     let request = RetrieveRequest::parse(&body)?;
 
     let request_id = id.number;
     // Admission. Cancel-safe: if the client goes away while this waits, the waiter leaves the
     // queues (or gives back what was granted in the meantime) and never runs.
-    let admitted = state.admission.admit().await?;
+    let admission = state.admission.admit_in(flow.as_deref()).await;
+    if state.admission.flow_header().is_some() {
+        state.metrics.flow_request(
+            state.admission.flow_label(flow.as_deref()),
+            match &admission {
+                Ok(_) => "admitted",
+                Err(Refused::Local(Refusal::QueueFull { .. } | Refusal::FlowQueueFull { .. })) => {
+                    "queue_full"
+                }
+                Err(Refused::Local(Refusal::WaitTimeout { .. })) => "wait_timeout",
+                Err(Refused::Global(_)) => "global_refused",
+            },
+        );
+    }
+    let admitted = admission?;
     if let Some(waited) = admitted.global_waited {
         state.metrics.global_waited(waited);
     }

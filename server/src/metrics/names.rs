@@ -51,6 +51,21 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Time a lease was held: the plugin call, from admission to its real end",
     ),
     (
+        "turnstile_flow_active",
+        Kind::Gauge,
+        "Leases held by each flow (with --flow-header; flows by label: named, default, other)",
+    ),
+    (
+        "turnstile_flow_waiting",
+        Kind::Gauge,
+        "Requests waiting in each flow's lane (with --flow-header)",
+    ),
+    (
+        "turnstile_flow_requests_total",
+        Kind::Counter,
+        "Requests of each flow by how admission ended (with --flow-header)",
+    ),
+    (
         "turnstile_http_responses_total",
         Kind::Counter,
         "Responses by route and status class",

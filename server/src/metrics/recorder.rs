@@ -147,6 +147,7 @@ impl Metrics {
     pub fn render(
         &self,
         gate: &Gate,
+        flows: Option<&std::collections::BTreeSet<String>>,
         plugins: &PluginSlot,
         global: Option<&GlobalGate>,
         live: LiveCounts,
@@ -161,6 +162,9 @@ impl Metrics {
         self.counter("turnstile_log_lines_dropped_total", vec![])
             .absolute(crate::logging::dropped_lines());
         let snapshot = gate.snapshot();
+        if let Some(named) = flows {
+            self.render_flows(named, &snapshot.flows);
+        }
         self.gauge("turnstile_gate_active", vec![])
             .set(snapshot.active as f64);
         self.gauge("turnstile_gate_waiting", vec![])
@@ -333,6 +337,45 @@ impl Metrics {
         )
         .increment(1);
         self.swap_duration.record(elapsed.as_secs_f64());
+    }
+
+    /// A `/retrieve` request of the flow labelled `flow` (see `Admission::flow_label`) left
+    /// admission: `admitted`, `queue_full`, `wait_timeout` or `global_refused`.
+    pub fn flow_request(&self, flow: &str, outcome: &'static str) {
+        self.counter(
+            "turnstile_flow_requests_total",
+            vec![
+                Label::new("flow", flow.to_owned()),
+                Label::new("outcome", outcome),
+            ],
+        )
+        .increment(1);
+    }
+
+    /// Each flow label's leases and waiters now (every label of the settings, 0 when idle).
+    fn render_flows(
+        &self,
+        named: &std::collections::BTreeSet<String>,
+        live: &[turnstile_gate::FlowSnapshot],
+    ) {
+        let mut by_label: std::collections::BTreeMap<&str, (usize, usize)> = named
+            .iter()
+            .map(|n| (n.as_str(), (0, 0)))
+            .chain([(turnstile_gate::DEFAULT_FLOW, (0, 0)), ("other", (0, 0))])
+            .collect();
+        for flow in live {
+            let label = crate::admission::flow_label(named, Some(flow.name.as_str()));
+            let sums = by_label.entry(label).or_default();
+            sums.0 += flow.active;
+            sums.1 += flow.waiting;
+        }
+        for (label, (active, waiting)) in by_label {
+            let flow = || vec![Label::new("flow", label.to_owned())];
+            self.gauge("turnstile_flow_active", flow())
+                .set(active as f64);
+            self.gauge("turnstile_flow_waiting", flow())
+                .set(waiting as f64);
+        }
     }
 
     /// A corpus swap's result (`swapped`, `unchanged`, or the refusal's code).

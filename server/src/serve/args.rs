@@ -2,6 +2,7 @@
 //! environment (`TURNSTILE_*`) and flags. Invalid values are refused with the flag, the value and
 //! the range.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use crate::edge::EdgeLimits;
 use crate::http::HealthPolicy;
 use crate::http::live::hub::LiveConfig;
 use crate::logging::LogFormat;
-use turnstile_gate::{GateConfig, GateConfigError};
+use turnstile_gate::{FlowConfig, GateConfig, GateConfigError};
 use turnstile_global::{FailureMode, GlobalConfig};
 use turnstile_host::{
     MemoryInit, PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry,
@@ -115,6 +116,34 @@ pub struct ServeArgs {
     /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
     #[arg(long = "wait-ms", default_value_t = 5000)]
     pub wait_ms: u64,
+
+    /// The request header whose value names the request's flow (a tenant, an API key's id):
+    /// each flow waits in its own FIFO lane and freed slots go to the lanes in turn, so one
+    /// flow's flood does not hold up the others. Off by default: one FIFO for every request.
+    #[arg(long = "flow-header", value_parser = parse_flow_header)]
+    pub flow_header: Option<String>,
+
+    /// Flows live at once with --flow-header (1..=10000); new names past them share one
+    /// overflow flow.
+    #[arg(long = "max-flows", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_flows: u32,
+
+    /// Requests one flow may have waiting with --flow-header (0..=100000), besides
+    /// --max-waiting for all (default: --max-waiting); more get 429.
+    #[arg(long = "max-waiting-per-flow",
+          value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub max_waiting_per_flow: Option<u32>,
+
+    /// A flow's weight with --flow-header, `NAME=W` (W 1..=1000; repeatable): while several
+    /// flows wait, a flow takes W freed slots per turn.
+    #[arg(long = "flow-weights", value_name = "NAME=W", value_parser = parse_flow_weight)]
+    pub flow_weights: Vec<(String, u32)>,
+
+    /// The weight of every flow --flow-weights does not name (1..=1000).
+    #[arg(long = "flow-default-weight", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub flow_default_weight: u32,
 
     /// From a request's first byte to the end of its head, in milliseconds (1..=600000); a
     /// client slower than that (a slowloris) is disconnected.
@@ -236,6 +265,14 @@ pub enum ServeConfigError {
     /// Invalid `--plugin-config` entries.
     #[error("--plugin-config: {0}")]
     PluginConfig(#[from] PluginConfigError),
+    /// Flow settings that do not hold together.
+    #[error("{flag}: {message}")]
+    Flows {
+        /// `--flow-weights`.
+        flag: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// `--redis-url` and `--global-max-active` go together.
     #[error(
         "--redis-url and --global-max-active go together: set both for a global limit, or neither"
@@ -249,6 +286,7 @@ impl ServeConfigError {
         match self {
             Self::Gate { flag, .. } => flag,
             Self::PluginConfig(_) => "--plugin-config",
+            Self::Flows { flag, .. } => flag,
             Self::GlobalIncomplete => "--redis-url",
         }
     }
@@ -286,11 +324,42 @@ impl ServeArgs {
         })
     }
 
+    /// How flows share the wait queue, with `--flow-header`; `None` without (one FIFO).
+    pub fn flow_config(&self) -> Result<Option<FlowConfig>, ServeConfigError> {
+        if self.flow_header.is_none() {
+            return Ok(None);
+        }
+        let mut weights = BTreeMap::new();
+        for (name, weight) in &self.flow_weights {
+            if weights.insert(name.clone(), *weight).is_some() {
+                return Err(ServeConfigError::Flows {
+                    flag: "--flow-weights",
+                    message: format!("the flow {name} is given twice"),
+                });
+            }
+        }
+        let per_flow = self
+            .max_waiting_per_flow
+            .map_or(self.max_waiting, |n| n as usize);
+        FlowConfig::new(
+            self.max_flows as usize,
+            per_flow,
+            weights,
+            self.flow_default_weight,
+        )
+        .map(Some)
+        .map_err(|e| ServeConfigError::Flows {
+            flag: "--flow-weights",
+            message: e.to_string(),
+        })
+    }
+
     /// Every check beyond each flag's own bounds (those clap applies): the gate's limits, the
     /// plugin's settings and the global limit's — every problem, not the first.
     pub fn validate(&self) -> Result<(), Vec<ServeConfigError>> {
         let problems: Vec<ServeConfigError> = [
             self.gate_config().err(),
+            self.flow_config().err(),
             self.plugin_config().err(),
             self.global_config().err(),
         ]
@@ -348,4 +417,30 @@ impl ServeArgs {
             unhealthy_after: self.stuck_unhealthy_after_ms.map(Duration::from_millis),
         }
     }
+}
+
+/// `--flow-header`: an HTTP header name, kept lowercase.
+fn parse_flow_header(name: &str) -> Result<String, String> {
+    let header = axum::http::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("{name:?} is not an HTTP header name"))?;
+    Ok(header.as_str().to_owned())
+}
+
+/// `--flow-weights NAME=W`: a flow name and its weight, 1..=1000.
+fn parse_flow_weight(entry: &str) -> Result<(String, u32), String> {
+    let (name, weight) = entry
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=W, got {entry:?}"))?;
+    if !turnstile_gate::valid_flow_name(name) {
+        return Err(format!(
+            "a flow name is 1..={} bytes of A-Z a-z 0-9 . _ : -, got {name:?}",
+            turnstile_gate::MAX_FLOW_NAME_BYTES
+        ));
+    }
+    let weight: u32 = weight
+        .parse()
+        .ok()
+        .filter(|w| turnstile_gate::WEIGHT_RANGE.contains(w))
+        .ok_or_else(|| format!("the weight of {name} must be 1..=1000, got {weight:?}"))?;
+    Ok((name.to_owned(), weight))
 }

@@ -101,7 +101,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         Arc::clone(&metrics) as Arc<dyn Observer>,
     );
     let swap = Arc::new(swap);
-    let gate = Gate::new(gate_config);
+    let (gate, flow_header) = match (args.flow_config()?, &args.flow_header) {
+        (Some(flows), Some(header)) => {
+            tracing::info!(header = %header, max_flows = flows.max_flows, max_waiting_per_flow = flows.max_waiting_per_flow, weights = ?flows.weights, default_weight = flows.default_weight, "flows on: a FIFO lane per flow, served in turn by weight");
+            let header =
+                axum::http::HeaderName::from_bytes(header.as_bytes()).context("--flow-header")?;
+            (Gate::with_flows(gate_config, flows), Some(header))
+        }
+        _ => (Gate::new(gate_config), None),
+    };
     let global = match args.global_config()? {
         Some(config) => {
             tracing::info!(key = %config.key, max_active = config.max_active, max_waiting = config.max_waiting, lease_ttl = ?config.lease_ttl, failure = ?config.failure, "global limit on Redis");
@@ -112,7 +120,10 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let state = AppState::new(
         swap,
         allocator,
-        Admission::new(gate, global),
+        match flow_header {
+            Some(header) => Admission::new(gate, global).with_flow_header(header),
+            None => Admission::new(gate, global),
+        },
         Policies {
             admin,
             edge: args.edge_limits(),

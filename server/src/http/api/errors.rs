@@ -45,15 +45,18 @@ pub enum InvalidCode {
     InvalidPluginConfig,
     /// 400: a `Last-Event-ID` that is not a decimal event id.
     InvalidLastEventId,
+    /// 400: the `--flow-header` value is not a flow name (1-64 bytes of `A-Z a-z 0-9 . _ : -`).
+    InvalidFlow,
 }
 
 impl InvalidCode {
     /// The HTTP status of this refusal.
     pub fn status(self) -> StatusCode {
         match self {
-            Self::MalformedJson | Self::UnreadableBody | Self::InvalidLastEventId => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::MalformedJson
+            | Self::UnreadableBody
+            | Self::InvalidLastEventId
+            | Self::InvalidFlow => StatusCode::BAD_REQUEST,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -81,6 +84,7 @@ impl InvalidCode {
             Self::InvalidSha256 => "invalid_sha256",
             Self::InvalidPluginConfig => "invalid_plugin_config",
             Self::InvalidLastEventId => "invalid_last_event_id",
+            Self::InvalidFlow => "invalid_flow",
         }
     }
 }
@@ -232,6 +236,10 @@ pub struct RefusalBody {
     pub detail: String,
     /// The same as `Retry-After`: the time for the queue ahead to drain at the recent rate.
     pub retry_after_seconds: u64,
+    /// With flows on, when the request's own flow hit its bound: `max_waiting_per_flow` (other
+    /// flows may still queue). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<&'static str>,
 }
 
 /// 401: admin access refused.
