@@ -22,6 +22,7 @@ fn args(url: String, output: PathBuf) -> LoadArgs {
         duration: 2.0,
         body: DEFAULT_BODY.to_owned(),
         bodies: None,
+        header: Vec::new(),
         output,
         timeout_s: 10.0,
         quiet: true,
@@ -187,6 +188,21 @@ fn invalid_flags_are_refused_with_flag_value_and_range() {
             &["--users", "2", "--duration", "1", "--body", "{oops"],
             &["--body", "not valid JSON"],
         ),
+        (
+            &["--users", "2", "--duration", "1", "--header", "x-tenant"],
+            &["--header", "NAME: VALUE"],
+        ),
+        (
+            &[
+                "--users",
+                "2",
+                "--duration",
+                "1",
+                "--header",
+                "content-type: text/plain",
+            ],
+            &["--header", "content-type"],
+        ),
     ];
     let whole: &[(&[&str], &[&str])] = &[
         (
@@ -313,4 +329,34 @@ fn locustfile_parses() {
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.contains("HttpUser") && text.contains("constant(0)"));
     assert!(text.contains("/retrieve") && text.contains("How do I parse command line arguments?"));
+}
+
+/// `--header` is sent with every request: against a server whose flows are named by that header,
+/// a value that is no flow name is refused, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn headers_are_sent_with_every_request() {
+    let server = TestServer::start(&["--flow-header", "x-tenant"]).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut bad = args(server.url("/retrieve"), tmp.path().join("bad"));
+    bad.duration = 0.5;
+    bad.header = vec!["x-tenant: two words".to_owned()];
+    let summary = run_load(&bad).await.unwrap();
+    assert!(summary.requests > 0);
+    assert_eq!(
+        summary.statuses.get("400"),
+        Some(&summary.requests),
+        "{:?}",
+        summary.statuses
+    );
+    let mut good = args(server.url("/retrieve"), tmp.path().join("good"));
+    good.duration = 0.5;
+    good.header = vec!["x-tenant: batch".to_owned()];
+    let summary = run_load(&good).await.unwrap();
+    assert_eq!(
+        summary.statuses.get("200"),
+        Some(&summary.requests),
+        "{:?}",
+        summary.statuses
+    );
+    server.stop().await;
 }

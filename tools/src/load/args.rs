@@ -35,6 +35,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE.jsonl", conflicts_with = "body")]
     pub bodies: Option<PathBuf>,
 
+    /// A header sent with every request, `NAME: VALUE` (repeatable, at most 16), e.g. a flow's
+    /// name: `--header 'x-tenant: batch'`.
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = bounds::header)]
+    pub header: Vec<String>,
+
     /// Directory for summary.json, chart.svg and chart.png (created if missing).
     #[arg(long, value_name = "DIR")]
     pub output: PathBuf,

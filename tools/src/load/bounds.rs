@@ -154,6 +154,31 @@ pub(crate) fn bodies_file(path: &std::path::Path) -> Result<Vec<bytes::Bytes>, S
     Ok(bodies)
 }
 
+/// Most `--header`s.
+pub const MAX_HEADERS: usize = 16;
+
+/// `--header NAME: VALUE`: a valid HTTP header name and value (not `content-type`, which the
+/// body sets).
+pub(crate) fn header(s: &str) -> Result<String, String> {
+    header_pair(s).map(|_| s.to_owned())
+}
+
+pub(crate) fn header_pair(
+    s: &str,
+) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| "expected NAME: VALUE".to_owned())?;
+    let name = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("{:?} is not a header name", name.trim()))?;
+    if name == reqwest::header::CONTENT_TYPE {
+        return Err("content-type is set by the body".into());
+    }
+    let value = reqwest::header::HeaderValue::from_str(value.trim())
+        .map_err(|_| "not a header value (visible ASCII and spaces)".to_owned())?;
+    Ok((name, value))
+}
+
 /// `--body`: JSON text of at most [`MAX_BODY_BYTES`].
 pub(crate) fn body(s: &str) -> Result<String, String> {
     body_value(s).map(|_| s.to_owned())

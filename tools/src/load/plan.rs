@@ -38,6 +38,8 @@ pub(crate) struct Plan {
     pub output: PathBuf,
     pub timeout: Duration,
     pub quiet: bool,
+    /// Sent with every request.
+    pub headers: reqwest::header::HeaderMap,
 }
 
 impl Plan {
@@ -80,7 +82,20 @@ impl Plan {
                 problem: "must name a directory".into(),
             });
         }
+        if args.header.len() > super::bounds::MAX_HEADERS {
+            return Err(FlagError {
+                flag: "--header",
+                value: args.header.len().to_string(),
+                problem: format!("at most {} headers", super::bounds::MAX_HEADERS),
+            });
+        }
+        let mut headers = reqwest::header::HeaderMap::new();
+        for h in &args.header {
+            let (name, value) = flag("--header", h, super::bounds::header_pair(h))?;
+            headers.append(name, value);
+        }
         Ok(Self {
+            headers,
             url,
             users,
             spawn_rate,

@@ -53,6 +53,7 @@ where
     let plan = Plan::from_args(args)?;
     prepare_output(&plan)?;
     let client = reqwest::Client::builder()
+        .default_headers(plan.headers.clone())
         .timeout(plan.timeout)
         .no_proxy()
         .tcp_nodelay(true)
