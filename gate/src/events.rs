@@ -29,6 +29,8 @@ pub enum EventStatus {
     Released,
     /// The oldest waiter received a released slot.
     Promoted,
+    /// The adaptive limit changed (`--max-active auto`): `limit` is the new one.
+    LimitChanged,
 }
 
 /// One entry of the event log: the counts are those after the transition.
@@ -47,6 +49,9 @@ pub struct Event {
     /// lease was held (the work's execution time). In microseconds; absent for other events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub took_us: Option<u64>,
+    /// For `limit_changed`: the new limit on leases. Absent for other events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
 }
 
 /// What [`super::Gate::events_after`] found.
@@ -74,6 +79,18 @@ impl EventLog {
         waiting: usize,
         took_us: Option<u64>,
     ) {
+        self.push_with(status, active, waiting, took_us, None);
+    }
+
+    /// [`EventLog::push`], with the new limit of a `limit_changed` event.
+    pub(super) fn push_with(
+        &mut self,
+        status: EventStatus,
+        active: usize,
+        waiting: usize,
+        took_us: Option<u64>,
+        limit: Option<usize>,
+    ) {
         self.next_order += 1;
         if self.events.len() == RETAINED_EVENTS {
             self.events.pop_front();
@@ -84,6 +101,7 @@ impl EventLog {
             active,
             waiting,
             took_us,
+            limit,
         });
     }
 

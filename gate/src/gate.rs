@@ -4,11 +4,21 @@
 use quanta::Instant;
 
 use super::acquire::Acquire;
+use super::adaptive::AdaptiveConfig;
 use super::config::GateConfig;
 use super::events::EventsAfter;
 use super::flows::FlowConfig;
 use super::state::{GateInner, Snapshot};
 use super::sync::Arc;
+
+/// What a gate can do besides its limits.
+#[derive(Debug, Clone, Default)]
+pub struct GateOptions {
+    /// Flows share the wait queue fairly ([`Gate::acquire_in`]); `None`: one FIFO.
+    pub flows: Option<FlowConfig>,
+    /// The limit on leases adapts to the calls' latency; `None`: `max_active`, fixed.
+    pub adaptive: Option<AdaptiveConfig>,
+}
 
 /// The admission gate. Cloning shares the same gate.
 #[derive(Clone)]
@@ -23,19 +33,30 @@ impl Gate {
     /// `std::time::Instant` costs ~30 ns on a VM), falling back to the monotonic clock where the
     /// TSC is not reliable. Its one-off calibration runs here, not in the first request.
     pub fn new(config: GateConfig) -> Self {
-        Self::build(config, None)
+        Self::with_options(config, GateOptions::default())
     }
 
     /// A gate with these limits whose wait queue is shared fairly by flows
     /// ([`Gate::acquire_in`]): a FIFO lane per flow, served in turn by weight.
     pub fn with_flows(config: GateConfig, flows: FlowConfig) -> Self {
-        Self::build(config, Some(flows))
+        Self::with_options(
+            config,
+            GateOptions {
+                flows: Some(flows),
+                adaptive: None,
+            },
+        )
     }
 
-    fn build(config: GateConfig, flows: Option<FlowConfig>) -> Self {
+    /// A gate with these limits and options: flows sharing the queue, and an adaptive limit on
+    /// leases (whose ceiling then replaces `config.max_active`).
+    pub fn with_options(mut config: GateConfig, options: GateOptions) -> Self {
         let _ = Instant::now();
+        if let Some(adaptive) = &options.adaptive {
+            config.max_active = adaptive.max;
+        }
         Self {
-            inner: Arc::new(GateInner::new(config, flows)),
+            inner: Arc::new(GateInner::new(config, options.flows, options.adaptive)),
         }
     }
 

@@ -9,6 +9,7 @@
 //! The gate knows nothing of HTTP or wasm.
 
 mod acquire;
+mod adaptive;
 mod config;
 mod events;
 mod flows;
@@ -19,13 +20,14 @@ mod state;
 mod sync;
 
 pub use acquire::{Acquire, Refusal};
+pub use adaptive::{AdaptiveConfig, AdaptiveConfigError, AdaptiveSnapshot, LIMIT_RANGE, WINDOW};
 pub use config::{GateConfig, GateConfigError};
 pub use events::{Event, EventStatus, EventsAfter, MAX_EVENTS, RETAINED_EVENTS};
 pub use flows::{
     DEFAULT_FLOW, FlowConfig, FlowConfigError, FlowSnapshot, MAX_FLOW_NAME_BYTES, MAX_FLOWS_RANGE,
     OVERFLOW_FLOW, WEIGHT_RANGE, valid_flow_name,
 };
-pub use gate::Gate;
+pub use gate::{Gate, GateOptions};
 pub use lease::{ClientWatch, Lease};
 pub use state::{LeaseSnapshot, Snapshot, Totals};
 

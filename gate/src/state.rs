@@ -7,6 +7,7 @@ use serde::Serialize;
 use slab::Slab;
 
 use super::GateConfig;
+use super::adaptive::{AdaptiveConfig, AdaptiveSnapshot, Gradient};
 use super::events::{Event, EventLog, EventStatus, EventsAfter, MAX_EVENTS};
 use super::flows::{FlowConfig, FlowSnapshot, FlowTable, Outcome};
 use super::queue::{Left, Promoted, WaitQueue, WaiterKey};
@@ -30,6 +31,11 @@ pub(super) struct GateState {
     waiters: WaitQueue,
     /// The live flows and their counts.
     flows: FlowTable,
+    /// Leases that may be out now: `max_active`, or the adaptive controller's limit (at most
+    /// `max_active`, which it then is the ceiling of).
+    limit: usize,
+    /// With `--max-active auto`: what moves `limit`.
+    controller: Option<Gradient>,
     next_ticket: u64,
     events: EventLog,
     /// Recent execution time (exponentially weighted), for `Retry-After`.
@@ -119,7 +125,7 @@ pub struct Snapshot {
     pub waiting: usize,
     /// The most recent events, oldest first.
     pub events: Vec<Event>,
-    /// Configured bound on leases.
+    /// The bound on leases now: the configured one, or the adaptive limit.
     pub max_active: usize,
     /// Configured bound on waiters.
     pub max_waiting: usize,
@@ -134,19 +140,32 @@ pub struct Snapshot {
     /// With flows on: every live flow, busiest first (absent with flows off).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowSnapshot>,
+    /// With an adaptive limit: the controller's floor, ceiling and latencies (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveSnapshot>,
 }
 
 impl GateInner {
     /// The engine of a gate with these limits, its queue shared by `flows` (`None`: flows off,
     /// one flow).
-    pub(super) fn new(config: GateConfig, flows: Option<FlowConfig>) -> Self {
+    pub(super) fn new(
+        config: GateConfig,
+        flows: Option<FlowConfig>,
+        adaptive: Option<AdaptiveConfig>,
+    ) -> Self {
         let flows_on = flows.is_some();
+        let controller = adaptive.map(Gradient::new);
+        let limit = controller
+            .as_ref()
+            .map_or(config.max_active, |c| c.limit().min(config.max_active));
         Self {
             flows_on,
             state: Mutex::new(GateState {
                 leases: Slab::with_capacity(config.max_active),
                 waiters: WaitQueue::default(),
                 flows: FlowTable::new(flows.unwrap_or_else(FlowConfig::single)),
+                limit,
+                controller,
                 next_ticket: 0,
                 events: EventLog::default(),
                 service_ewma: None,
@@ -184,7 +203,7 @@ impl GateInner {
             active: state.leases.len(),
             waiting: state.waiters.len(),
             events: state.events.last(MAX_EVENTS),
-            max_active: self.config.max_active,
+            max_active: state.limit,
             max_waiting: self.config.max_waiting,
             wait_seconds: self.config.wait_deadline.as_secs_f64(),
             client_gone: leases.iter().filter(|l| l.client_gone).count(),
@@ -195,6 +214,7 @@ impl GateInner {
             } else {
                 Vec::new()
             },
+            adaptive: state.controller.as_ref().map(Gradient::snapshot),
         }
     }
 
@@ -221,7 +241,7 @@ impl GateInner {
         } else {
             state.flows.enter(super::flows::DEFAULT_FLOW)
         };
-        if state.leases.len() < self.config.max_active && state.waiters.is_empty() {
+        if state.leases.len() < state.limit && state.waiters.is_empty() {
             let grant = state.grant(ticket, now, flow);
             state.flows.add_active(flow, 1);
             state.flows.count(flow, Outcome::Admitted);
@@ -244,7 +264,7 @@ impl GateInner {
             state.flows.settle(flow);
             state.log(EventStatus::QueueFull);
             state.totals.queue_full += 1;
-            let retry_after = state.retry_after(self.config.max_active);
+            let retry_after = state.retry_after();
             Entry::QueueFull {
                 retry_after,
                 flow_limit,
@@ -289,7 +309,7 @@ impl GateInner {
                 }
                 state.log(EventStatus::WaitTimeout);
                 state.totals.wait_timeout += 1;
-                Err(state.retry_after(self.config.max_active))
+                Err(state.retry_after())
             }
         }
     }
@@ -311,11 +331,9 @@ impl GateInner {
                     slot: lease,
                     ticket: key.ticket,
                 };
-                let waker = state.release(lease, Instant::now(), &self.config);
+                let wakers = state.release(lease, Instant::now(), &self.config);
                 drop(state);
-                if let Some(w) = waker {
-                    w.wake();
-                }
+                wakers.wake();
             }
             None => {}
         }
@@ -325,12 +343,10 @@ impl GateInner {
     pub(super) fn release(&self, key: LeaseKey) {
         let now = Instant::now();
         let mut state = self.lock();
-        let waker = state.release(key, now, &self.config);
+        let wakers = state.release(key, now, &self.config);
         drop(state);
         // Wake outside the lock: the woken task's first act is to take it.
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wakers.wake();
     }
 
     /// Marks a live lease as belonging to a client that is gone.
@@ -386,10 +402,13 @@ impl GateState {
 
     /// Frees the slot of `ticket` and hands it to the next waiter, if any: the oldest of the
     /// flow whose turn it is (with one flow, strict FIFO; a newcomer can never take it first,
-    /// because `enter` admits only when nobody waits). Returns the promoted waiter's waker, to
-    /// be woken after the lock is dropped.
-    fn release(&mut self, key: LeaseKey, now: Instant, config: &GateConfig) -> Option<Waker> {
-        let record = self.leases.try_remove(key.slot)?;
+    /// because `enter` admits only when nobody waits). With an adaptive limit the release is a
+    /// sample of the calls' latency, and a new limit may promote more waiters, or none. Returns
+    /// the promoted waiters' wakers, to be woken after the lock is dropped.
+    fn release(&mut self, key: LeaseKey, now: Instant, config: &GateConfig) -> Wakers {
+        let Some(record) = self.leases.try_remove(key.slot) else {
+            return Wakers::default();
+        };
         debug_assert_eq!(
             record.ticket, key.ticket,
             "a lease is released exactly once"
@@ -404,6 +423,37 @@ impl GateState {
         self.log_took(EventStatus::Released, Some(held));
         self.totals.released += 1;
         debug_assert!(self.leases.len() < config.max_active);
+        let in_use = self.leases.len() + 1;
+        if let Some(limit) = self
+            .controller
+            .as_mut()
+            .and_then(|c| c.sample(held, in_use))
+        {
+            // A lower limit takes nothing from a running call: fewer are promoted until fewer
+            // than it are out. A higher one promotes as many waiters as it frees.
+            self.limit = limit.min(config.max_active);
+            let (active, waiting) = (self.leases.len(), self.waiters.len());
+            self.events.push_with(
+                EventStatus::LimitChanged,
+                active,
+                waiting,
+                None,
+                Some(self.limit),
+            );
+        }
+        let mut wakers = Wakers::default();
+        while self.leases.len() < self.limit {
+            let Some(waker) = self.promote_next(now) else {
+                break;
+            };
+            wakers.push(waker);
+        }
+        wakers
+    }
+
+    /// Hands a free slot to the next waiter, if any: the oldest of the flow whose turn it is.
+    /// Returns whether one was promoted, with its waker.
+    fn promote_next(&mut self, now: Instant) -> Option<Option<Waker>> {
         let leases = &mut self.leases;
         let Promoted {
             since, flow, waker, ..
@@ -421,15 +471,44 @@ impl GateState {
             EventStatus::Promoted,
             Some(now.saturating_duration_since(since)),
         );
-        waker
+        Some(waker)
     }
 
     /// When a refused client should try again: the time for the queue ahead of it to drain at
     /// the recent service rate. Derived from state, not a constant, so refused clients do not
     /// come back in one synchronized herd.
-    fn retry_after(&self, max_active: usize) -> Duration {
+    fn retry_after(&self) -> Duration {
         let service = self.service_ewma.unwrap_or(1.0);
-        let ahead = (self.waiters.len() + 1) as f64 / max_active as f64;
+        let ahead = (self.waiters.len() + 1) as f64 / self.limit.max(1) as f64;
         Duration::from_secs((ahead * service).ceil().clamp(1.0, 3600.0) as u64)
+    }
+}
+
+/// The wakers of the waiters a release promoted (one, or more when the limit rose), to be woken
+/// after the lock is dropped. No allocation for the usual one.
+#[derive(Default)]
+pub(super) struct Wakers {
+    first: Option<Waker>,
+    more: Vec<Waker>,
+}
+
+impl Wakers {
+    fn push(&mut self, waker: Option<Waker>) {
+        let Some(waker) = waker else { return };
+        if self.first.is_none() {
+            self.first = Some(waker);
+        } else {
+            self.more.push(waker);
+        }
+    }
+
+    /// Wakes them all.
+    pub(super) fn wake(self) {
+        if let Some(w) = self.first {
+            w.wake();
+        }
+        for w in self.more {
+            w.wake();
+        }
     }
 }
