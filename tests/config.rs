@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
+use turnstile_server::serve::MaxActive::Fixed;
 
 use turnstile_server::serve::{Origin, Problem, ResolveError, resolve};
 
@@ -42,7 +43,7 @@ fn flags_override_the_environment_which_overrides_the_file() {
             from_file.max_waiting,
             from_file.wait_ms
         ),
-        (2, 7, 1234)
+        (Fixed(2), 7, 1234)
     );
     assert!(from_file.no_precompiled_cache);
     assert_eq!(from_file.plugin_config.len(), 2);
@@ -59,7 +60,7 @@ fn flags_override_the_environment_which_overrides_the_file() {
         &none,
     )
     .unwrap();
-    assert_eq!((flags.max_active, flags.max_waiting), (5, 7));
+    assert_eq!((flags.max_active, flags.max_waiting), (Fixed(5), 7));
     // A layer that sets a setting replaces it whole.
     assert_eq!(flags.plugin_config, vec![("x".to_owned(), "1".to_owned())]);
 
@@ -69,14 +70,21 @@ fn flags_override_the_environment_which_overrides_the_file() {
         ("TURNSTILE_NO_PRECOMPILED_CACHE", "false"),
     ]);
     let all = resolve(argv(&["--config", &file, "--max-active", "5"]), &env).unwrap();
-    assert_eq!((all.max_active, all.max_waiting, all.wait_ms), (5, 7, 42));
+    assert_eq!(
+        (all.max_active, all.max_waiting, all.wait_ms),
+        (Fixed(5), 7, 42)
+    );
     assert!(!all.no_precompiled_cache, "the environment beats the file");
     let no_flag = resolve(argv(&["--config", &file]), &env).unwrap();
-    assert_eq!(no_flag.max_active, 9, "the environment beats the file");
+    assert_eq!(
+        no_flag.max_active,
+        Fixed(9),
+        "the environment beats the file"
+    );
 
     // Defaults when nothing sets a value.
     let defaults = resolve(argv(&[]), &none).unwrap();
-    assert_eq!((defaults.max_active, defaults.wait_ms), (4, 5000));
+    assert_eq!((defaults.max_active, defaults.wait_ms), (Fixed(4), 5000));
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod adaptive;
 mod admin;
 mod api;
 mod check;

@@ -287,7 +287,9 @@ mod tests {
     #[test]
     fn a_backend_that_became_slower_for_good_is_learned_again() {
         let mut g = Gradient::new(AdaptiveConfig::new(1, 64, 8, 1.2).unwrap());
-        run(&mut g, 30, |limit| cpu_latency(Duration::from_millis(10), 2, limit));
+        run(&mut g, 30, |limit| {
+            cpu_latency(Duration::from_millis(10), 2, limit)
+        });
         // Ten times slower at any concurrency: down to the floor, then the floor's latency is
         // the new baseline and the limit climbs back to the same capacity.
         let limits = run(&mut g, 120, |limit| {

@@ -19,7 +19,9 @@ use super::api::{
     TooManySubscribersBody, TooManySubscribersStatus, UnauthorizedBody,
 };
 use turnstile_corpus::IndexOrigin;
-use turnstile_gate::{Event, EventStatus, FlowSnapshot, LeaseSnapshot, Snapshot, Totals};
+use turnstile_gate::{
+    AdaptiveSnapshot, Event, EventStatus, FlowSnapshot, LeaseSnapshot, Snapshot, Totals,
+};
 use turnstile_global::{FailureMode, GlobalStatus, GlobalTotals};
 use turnstile_host::Allocator;
 
@@ -38,7 +40,7 @@ use turnstile_host::Allocator;
         SwapFailedBody, SwapRefusal, UnauthorizedBody, ForbiddenBody, ForbiddenCode, Snapshot, LeaseSnapshot,
         Event, EventStatus, Totals, Allocator, IndexOrigin, LiveBody, TooManySubscribersBody,
         TooManySubscribersStatus, CorpusRefBody, CorpusSwapRequestBody, CorpusSwapStatus,
-        CorpusSwappedBody, CorpusGenerationBody, FlowSnapshot,
+        CorpusSwappedBody, CorpusGenerationBody, FlowSnapshot, AdaptiveSnapshot,
     )),
     tags((name = "retrieval"), (name = "operations"), (name = "admin")),
 )]

@@ -23,7 +23,7 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
     (
         "turnstile_gate_max_active",
         Kind::Gauge,
-        "Configured --max-active",
+        "The limit on leases now: --max-active, or the adaptive limit with --max-active auto",
     ),
     (
         "turnstile_gate_max_waiting",

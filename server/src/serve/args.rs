@@ -13,7 +13,9 @@ use crate::edge::EdgeLimits;
 use crate::http::HealthPolicy;
 use crate::http::live::hub::LiveConfig;
 use crate::logging::LogFormat;
-use turnstile_gate::{FlowConfig, GateConfig, GateConfigError};
+use turnstile_gate::{
+    AdaptiveConfig, AdaptiveConfigError, FlowConfig, GateConfig, GateConfigError,
+};
 use turnstile_global::{FailureMode, GlobalConfig};
 use turnstile_host::{
     MemoryInit, PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry,
@@ -105,9 +107,30 @@ pub struct ServeArgs {
     #[arg(long = "no-precompiled-cache")]
     pub no_precompiled_cache: bool,
 
-    /// Requests whose plugin call may run at once (1..=1024).
-    #[arg(long = "max-active", default_value_t = 4)]
-    pub max_active: usize,
+    /// Requests whose plugin call may run at once (1..=1024), or `auto`: a limit that follows
+    /// the calls' latency, between --max-active-min and --max-active-max.
+    #[arg(long = "max-active", default_value_t = MaxActive::Fixed(4), value_parser = parse_max_active)]
+    pub max_active: MaxActive,
+
+    /// With --max-active auto: the floor of the limit (1..=1024).
+    #[arg(long = "max-active-min", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_active_min: u32,
+
+    /// With --max-active auto: the ceiling of the limit (1..=1024), and the most calls ever run.
+    #[arg(long = "max-active-max", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_active_max: u32,
+
+    /// With --max-active auto: where the limit starts (1..=1024), by default --max-active-min.
+    #[arg(long = "max-active-initial",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_active_initial: Option<u32>,
+
+    /// With --max-active auto: how much slower than their baseline calls may get before the
+    /// limit comes down, as a factor from 1.0 to 4.0.
+    #[arg(long = "max-active-tolerance", default_value_t = 1.2)]
+    pub max_active_tolerance: f64,
 
     /// Requests that may wait for a slot, first in first out (0..=100000); more get 429.
     #[arg(long = "max-waiting", default_value_t = 64)]
@@ -265,6 +288,14 @@ pub enum ServeConfigError {
     /// Invalid `--plugin-config` entries.
     #[error("--plugin-config: {0}")]
     PluginConfig(#[from] PluginConfigError),
+    /// Adaptive limit settings that do not hold together.
+    #[error("{flag}: {message}")]
+    Adaptive {
+        /// `--max-active-min` or `--max-active-tolerance`.
+        flag: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// Flow settings that do not hold together.
     #[error("{flag}: {message}")]
     Flows {
@@ -286,7 +317,7 @@ impl ServeConfigError {
         match self {
             Self::Gate { flag, .. } => flag,
             Self::PluginConfig(_) => "--plugin-config",
-            Self::Flows { flag, .. } => flag,
+            Self::Flows { flag, .. } | Self::Adaptive { flag, .. } => flag,
             Self::GlobalIncomplete => "--redis-url",
         }
     }
@@ -307,8 +338,12 @@ impl ServeArgs {
 
     /// The gate's limits, validated; the error names the flag, the value and the range.
     pub fn gate_config(&self) -> Result<GateConfig, ServeConfigError> {
+        let max_active = match self.max_active {
+            MaxActive::Fixed(n) => n,
+            MaxActive::Auto => self.max_active_max as usize,
+        };
         GateConfig::new(
-            self.max_active,
+            max_active,
             self.max_waiting,
             Duration::from_millis(self.wait_ms),
         )
@@ -322,6 +357,24 @@ impl ServeArgs {
             };
             ServeConfigError::Gate { flag, source }
         })
+    }
+
+    /// The adaptive limit's settings, with `--max-active auto`.
+    pub fn adaptive_config(&self) -> Result<Option<AdaptiveConfig>, ServeConfigError> {
+        if self.max_active != MaxActive::Auto {
+            return Ok(None);
+        }
+        let (min, max) = (self.max_active_min as usize, self.max_active_max as usize);
+        let initial = self.max_active_initial.map_or(min, |n| n as usize);
+        AdaptiveConfig::new(min, max, initial, self.max_active_tolerance)
+            .map(Some)
+            .map_err(|e| ServeConfigError::Adaptive {
+                flag: match e {
+                    AdaptiveConfigError::Tolerance(_) => "--max-active-tolerance",
+                    AdaptiveConfigError::Limits { .. } => "--max-active-min",
+                },
+                message: e.to_string(),
+            })
     }
 
     /// How flows share the wait queue, with `--flow-header`; `None` without (one FIFO).
@@ -359,6 +412,7 @@ impl ServeArgs {
     pub fn validate(&self) -> Result<(), Vec<ServeConfigError>> {
         let problems: Vec<ServeConfigError> = [
             self.gate_config().err(),
+            self.adaptive_config().err(),
             self.flow_config().err(),
             self.plugin_config().err(),
             self.global_config().err(),
@@ -443,4 +497,33 @@ fn parse_flow_weight(entry: &str) -> Result<(String, u32), String> {
         .filter(|w| turnstile_gate::WEIGHT_RANGE.contains(w))
         .ok_or_else(|| format!("the weight of {name} must be 1..=1000, got {weight:?}"))?;
     Ok((name.to_owned(), weight))
+}
+
+/// `--max-active`: a fixed limit, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxActive {
+    /// This many calls at once.
+    Fixed(usize),
+    /// A limit that follows the calls' latency (`turnstile_gate::AdaptiveConfig`).
+    Auto,
+}
+
+impl std::fmt::Display for MaxActive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fixed(n) => write!(f, "{n}"),
+            Self::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// `--max-active N|auto` (the range of N is the gate's, checked with its other limits).
+fn parse_max_active(value: &str) -> Result<MaxActive, String> {
+    if value == "auto" {
+        return Ok(MaxActive::Auto);
+    }
+    value
+        .parse()
+        .map(MaxActive::Fixed)
+        .map_err(|_| format!("expected a number of calls or `auto`, got {value:?}"))
 }

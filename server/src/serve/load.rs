@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
-use turnstile_gate::Gate;
+use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
 use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes};
 use turnstile_host::{Observer, Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
@@ -101,15 +101,26 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         Arc::clone(&metrics) as Arc<dyn Observer>,
     );
     let swap = Arc::new(swap);
-    let (gate, flow_header) = match (args.flow_config()?, &args.flow_header) {
+    let adaptive = args.adaptive_config()?;
+    if let Some(a) = &adaptive {
+        tracing::info!(
+            min = a.min,
+            max = a.max,
+            initial = a.initial,
+            tolerance = a.tolerance,
+            "adaptive limit: it follows the calls' latency"
+        );
+    }
+    let (flows, flow_header) = match (args.flow_config()?, &args.flow_header) {
         (Some(flows), Some(header)) => {
             tracing::info!(header = %header, max_flows = flows.max_flows, max_waiting_per_flow = flows.max_waiting_per_flow, weights = ?flows.weights, default_weight = flows.default_weight, "flows on: a FIFO lane per flow, served in turn by weight");
             let header =
                 axum::http::HeaderName::from_bytes(header.as_bytes()).context("--flow-header")?;
-            (Gate::with_flows(gate_config, flows), Some(header))
+            (Some(flows), Some(header))
         }
-        _ => (Gate::new(gate_config), None),
+        _ => (None, None),
     };
+    let gate = Gate::with_options(gate_config, GateOptions { flows, adaptive });
     let global = match args.global_config()? {
         Some(config) => {
             tracing::info!(key = %config.key, max_active = config.max_active, max_waiting = config.max_waiting, lease_ttl = ?config.lease_ttl, failure = ?config.failure, "global limit on Redis");

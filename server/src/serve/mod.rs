@@ -8,7 +8,7 @@ mod process;
 mod run;
 
 pub use crate::logging::LogFormat;
-pub use args::{GlobalFailure, ServeArgs, ServeConfigError};
+pub use args::{GlobalFailure, MaxActive, ServeArgs, ServeConfigError};
 pub use layers::{Origin, Problem, ResolveError, env_name, resolve, resolve_file};
 pub use load::{MAX_IDLE_CONNECTIONS, load};
 pub use process::{listener, serve};
