@@ -184,19 +184,9 @@ impl HotSwap {
         };
         let previous = self.slot.current();
         let pinned_at_start = self.corpus_pin();
-        let expected = match (&trigger, pinned_at_start.clone()) {
-            (Trigger::Reload, pinned) => pinned,
-            (
-                Trigger::Admin {
-                    sha256: Some(given),
-                },
-                _,
-            ) => Some(given.clone()),
-            (Trigger::Admin { sha256: None }, Some(pinned)) => {
-                return Err(CorpusSwapError::PinRequired { pinned });
-            }
-            (Trigger::Admin { sha256: None }, None) => None,
-        };
+        let expected = trigger
+            .expected(pinned_at_start.clone())
+            .map_err(|pinned| CorpusSwapError::PinRequired { pinned })?;
         let corpus = read_corpus(path.as_deref()).map_err(CorpusSwapError::Unreadable)?;
         let actual = sha256_hex(&corpus.jsonl);
         if let Some(expected) = &expected

@@ -25,6 +25,27 @@ pub enum Trigger {
     },
 }
 
+impl Trigger {
+    /// The sha256 a candidate must have under this trigger, with `pinned` the pin now (`None`:
+    /// any); `Err(pin)` when the server is pinned and an admin swap names no sha256.
+    pub(super) fn expected(
+        &self,
+        pinned: Option<Sha256Hex>,
+    ) -> Result<Option<Sha256Hex>, Sha256Hex> {
+        match (self, pinned) {
+            (Self::Reload, pinned) => Ok(pinned),
+            (
+                Self::Admin {
+                    sha256: Some(given),
+                },
+                _,
+            ) => Ok(Some(given.clone())),
+            (Self::Admin { sha256: None }, Some(pinned)) => Err(pinned),
+            (Self::Admin { sha256: None }, None) => Ok(None),
+        }
+    }
+}
+
 /// The engines a swap uses.
 pub struct Runtimes {
     /// Where plugins serve: no epoch interruption, no fuel.

@@ -137,19 +137,9 @@ impl HotSwap {
         };
         let pinned = self.pin();
         let pinned_at_start = pinned.clone();
-        let expected = match (&trigger, pinned) {
-            (Trigger::Reload, pinned) => pinned,
-            (
-                Trigger::Admin {
-                    sha256: Some(given),
-                },
-                _,
-            ) => Some(given.clone()),
-            (Trigger::Admin { sha256: None }, Some(pinned)) => {
-                return Err(SwapError::PinRequired { pinned });
-            }
-            (Trigger::Admin { sha256: None }, None) => None,
-        };
+        let expected = trigger
+            .expected(pinned)
+            .map_err(|pinned| SwapError::PinRequired { pinned })?;
         let expected_sha256 = expected.as_ref();
         let config = config.unwrap_or_else(|| self.default_config.clone());
         // The candidate gets its own pool over the same index, so its smoke checks count only
