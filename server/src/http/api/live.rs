@@ -1,7 +1,7 @@
 //! The live view's messages (`GET /events`) and its counts (in `/state`).
 
 use serde::Serialize;
-use turnstile_gate::{Event, LeaseSnapshot, Totals};
+use turnstile_gate::{Event, FlowSnapshot, LeaseSnapshot, Totals};
 use utoipa::ToSchema;
 
 use super::retrieval::PluginBody;
@@ -44,6 +44,9 @@ pub struct LiveSnapshot {
     pub plugin: PluginBody,
     /// Streams open now.
     pub subscribers: usize,
+    /// With flows on: the busiest live flows (at most `MAX_LIVE_FLOWS`); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowSnapshot>,
 }
 
 /// How the live view is doing, for `/state`.

@@ -31,6 +31,9 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Leases a snapshot lists (the oldest: a stuck call is among them); `active` counts them all.
 pub const MAX_LIVE_LEASES: usize = 64;
 
+/// Flows a snapshot shows at most (the busiest), with flows on.
+pub const MAX_LIVE_FLOWS: usize = 32;
+
 /// How the live view is bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveConfig {

@@ -11,7 +11,7 @@ use futures_util::Stream;
 use tokio::sync::broadcast::error::RecvError;
 use turnstile_gate::{Gate, MAX_EVENTS};
 
-use super::hub::{Frame, MAX_LIVE_LEASES, Seat, events_json, now_ms};
+use super::hub::{Frame, MAX_LIVE_FLOWS, MAX_LIVE_LEASES, Seat, events_json, now_ms};
 use crate::edge::ConnectionSocket;
 use crate::http::api::{
     ForbiddenBody, InvalidCode, InvalidRequestBody, LiveSnapshot, PluginBody,
@@ -37,6 +37,8 @@ pub fn snapshot(state: &AppState, last_event: u64) -> LiveSnapshot {
     let gate = state.admission.gate().snapshot();
     let mut leases = gate.leases;
     leases.truncate(MAX_LIVE_LEASES);
+    let mut flows = gate.flows;
+    flows.truncate(MAX_LIVE_FLOWS);
     LiveSnapshot {
         at_ms: now_ms(),
         last_event,
@@ -51,6 +53,7 @@ pub fn snapshot(state: &AppState, last_event: u64) -> LiveSnapshot {
         stuck_after_ms: state.health.stuck_after.as_millis() as u64,
         plugin: PluginBody::of(&state.plugins.current()),
         subscribers: state.live.body().subscribers,
+        flows,
     }
 }
 
