@@ -151,6 +151,13 @@ fn check_value(command: &Command, arg: &Arg, value: &OsStr) -> Result<(), String
     let Some(long) = arg.get_long() else {
         return Ok(());
     };
+    // `--flag=` is a flag without its value to clap ("a value is required"): said in terms of
+    // the setting instead, wherever the empty value came from (found by fuzzing the config file).
+    if value.is_empty() && !matches!(arg.get_action(), ArgAction::SetTrue) {
+        return Err(
+            "an empty value: give one, or leave the setting out for its default".to_owned(),
+        );
+    }
     let checked = match arg.get_action() {
         ArgAction::SetTrue => {
             use clap::builder::TypedValueParser;
