@@ -10,7 +10,7 @@
 #   auto-64    the same starting at 64;
 #   step       --max-active auto, USERS -> 4 -> USERS users, SECS seconds each.
 #
-# For each auto run, the limit (`/state` max_active) is sampled every 0.25 s; "settled" is the
+# In every run the limit (`/state` max_active) is sampled every 0.25 s; "settled" is the
 # first time after which it stays within [capacity, 2 x capacity] but for the one window in
 # fifty that re-measures the baseline at the floor. Goal (issue 29): settled within 30 s,
 # throughput >= 90 % of the best fixed limit's, p99 <= 1.5 x its p99; after the step, settled
@@ -55,20 +55,29 @@ load() {  # NAME USERS SECONDS
   "$BIN" load --url "http://127.0.0.1:$port/retrieve" --users "$2" --spawn-rate 1000 \
     --duration "$3" --output "$OUT/$1" --quiet >"$OUT/$1.txt"
 }
-trace() {  # FILE: one "seconds limit active waiting" line every 0.25 s until killed
-  local t0; t0="$(date +%s.%N)"
-  while true; do
-    curl -fsS --max-time 1 "http://127.0.0.1:$port/state" 2>/dev/null | python3 -c "
-import json, sys, time
-s = json.load(sys.stdin)
-print(f'{time.time() - $t0:.2f} {s[\"max_active\"]} {s[\"active\"]} {s[\"waiting\"]}')" >>"$1" || true
-    sleep 0.25
-  done
+trace() {  # FILE: one "seconds limit active waiting" line every 0.25 s until killed; one
+  # process polling over one connection (a process per sample would take CPU from the calls)
+  exec python3 - "http://127.0.0.1:$port/state" "$1" <<'PYEOF'
+import http.client, json, sys, time, urllib.parse
+url, out = urllib.parse.urlparse(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+conn, t0 = http.client.HTTPConnection(url.hostname, url.port, timeout=2), time.time()
+while True:
+    try:
+        conn.request("GET", url.path)
+        s = json.loads(conn.getresponse().read())
+        out.write(f"{time.time() - t0:.2f} {s['max_active']} {s['active']} {s['waiting']}\n")
+    except Exception:
+        conn.close()
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=2)
+    time.sleep(0.25)
+PYEOF
 }
 
 for n in $FIXED; do
   serve --max-active "$n"
+  trace "$OUT/fixed-$n.limit" & tracer=$!  # the same sampling in every run
   load "fixed-$n" "$USERS" "$SECS"
+  kill "$tracer"; wait "$tracer" 2>/dev/null || true
   stop_all; PIDS=()
 done
 
