@@ -49,8 +49,19 @@ impl CorpusIndex {
     ///
     /// This runs once at startup, outside any request path.
     pub fn open_or_build(corpus: &CorpusBytes, cache_dir: &Path) -> Result<Self, CorpusError> {
-        let model = vectors::model()?;
         let sha256 = hex::encode(Sha256::digest(&corpus.jsonl));
+        Self::open_or_build_hashed(corpus, sha256, cache_dir)
+    }
+
+    /// [`CorpusIndex::open_or_build`] for a caller that has hashed the JSON Lines already
+    /// (`sha256`: lowercase hex of their sha256), so a large corpus is not hashed twice: a corpus
+    /// swap checks the hash against the pin before it builds anything.
+    pub fn open_or_build_hashed(
+        corpus: &CorpusBytes,
+        sha256: String,
+        cache_dir: &Path,
+    ) -> Result<Self, CorpusError> {
+        let model = vectors::model()?;
         std::fs::create_dir_all(cache_dir).map_err(|source| CorpusError::IndexIo {
             path: cache_dir.to_owned(),
             source,

@@ -209,10 +209,12 @@ impl HotSwap {
                 smoke: Vec::new(),
             });
         }
-        let index = CorpusIndex::open_or_build(&corpus, &self.index_dir).map_err(|e| match e {
-            CorpusError::BadDocument { .. } => CorpusSwapError::Invalid(e),
-            other => CorpusSwapError::Index(other),
-        })?;
+        let index = CorpusIndex::open_or_build_hashed(&corpus, actual, &self.index_dir).map_err(
+            |e| match e {
+                CorpusError::BadDocument { .. } => CorpusSwapError::Invalid(e),
+                other => CorpusSwapError::Index(other),
+            },
+        )?;
         drop(corpus);
         let pool =
             CorpusPool::new(&index, self.idle_connections).map_err(CorpusSwapError::Index)?;
