@@ -4,9 +4,12 @@
 //! flows off every request is in one flow, [`DEFAULT_FLOW`], and the gate is the plain FIFO it
 //! always was.
 //!
-//! Everything here is bounded: at most [`FlowConfig::max_flows`] flows are live (a flow is live
-//! while it has a lease out or a waiter); a new name past them joins [`OVERFLOW_FLOW`], which all
-//! such names share. A flow that goes idle is forgotten, with its counts.
+//! Everything here is bounded: at most [`FlowConfig::max_flows`] named flows are live (a flow is
+//! live while it has a lease out or a waiter); a new name past them joins [`OVERFLOW_FLOW`], which
+//! all such names share. A flow that goes idle is forgotten, with its counts. [`DEFAULT_FLOW`] is
+//! the one exception: it always has its place (id 0, not counted in `max_flows`), so a gate with
+//! flows off — every request in it — does no map lookup and no allocation per request; its counts
+//! start again when it goes idle, as a forgotten flow's would.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,6 +22,9 @@ pub const DEFAULT_FLOW: &str = "default";
 /// The flow shared by new names once [`FlowConfig::max_flows`] flows are live. Its name cannot
 /// be a client's: parentheses are not allowed in flow names.
 pub const OVERFLOW_FLOW: &str = "(overflow)";
+
+/// The id of [`DEFAULT_FLOW`], which never changes.
+const DEFAULT_ID: usize = 0;
 
 /// Longest flow name, in bytes.
 pub const MAX_FLOW_NAME_BYTES: usize = 64;
@@ -41,7 +47,8 @@ pub fn valid_flow_name(name: &str) -> bool {
 /// How the wait queue is shared between flows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowConfig {
-    /// Flows live at once (1..=10,000); a new name past them joins [`OVERFLOW_FLOW`].
+    /// Named flows live at once (1..=10,000; [`DEFAULT_FLOW`] aside); a new name past them joins
+    /// [`OVERFLOW_FLOW`].
     pub max_flows: usize,
     /// Waiters one flow may have, besides the gate's `max_waiting` for all of them.
     pub max_waiting_per_flow: usize,
@@ -160,7 +167,7 @@ struct Flow {
 }
 
 /// The live flows: a name's flow id, and each flow's counts. Ids are reused once a flow is
-/// forgotten; the queue's lanes are indexed by them.
+/// forgotten; the queue's lanes are indexed by them. [`DEFAULT_FLOW`] is always id 0.
 #[derive(Debug)]
 pub(super) struct FlowTable {
     config: FlowConfig,
@@ -180,9 +187,15 @@ pub(super) enum Outcome {
 
 impl FlowTable {
     pub(super) fn new(config: FlowConfig) -> Self {
+        let mut flows = Slab::with_capacity(config.max_flows.min(1024) + 2);
+        let default = flows.insert(Flow::new(
+            DEFAULT_FLOW.into(),
+            config.weight_of(DEFAULT_FLOW),
+        ));
+        debug_assert_eq!(default, DEFAULT_ID);
         Self {
             by_name: HashMap::with_capacity(config.max_flows.min(1024)),
-            flows: Slab::with_capacity(config.max_flows.min(1024) + 1),
+            flows,
             overflow: None,
             config,
         }
@@ -195,6 +208,9 @@ impl FlowTable {
     /// The id of `name`'s flow, made live if it was not (or the overflow flow's, when
     /// `max_flows` are live). A flow made here and then not used must be [`FlowTable::settle`]d.
     pub(super) fn enter(&mut self, name: &str) -> usize {
+        if name == DEFAULT_FLOW {
+            return DEFAULT_ID;
+        }
         if let Some(&id) = self.by_name.get(name) {
             return id;
         }
@@ -254,12 +270,17 @@ impl FlowTable {
         self.settle(id);
     }
 
-    /// Forgets `id` if it has no lease and no waiter: the table holds live flows only.
+    /// Forgets `id` if it has no lease and no waiter: the table holds live flows only (the
+    /// default flow stays, its counts started again).
     pub(super) fn settle(&mut self, id: usize) {
-        let Some(flow) = self.flows.get(id) else {
+        let Some(flow) = self.flows.get_mut(id) else {
             return;
         };
         if flow.active > 0 || flow.waiting > 0 {
+            return;
+        }
+        if id == DEFAULT_ID {
+            (flow.admitted, flow.queue_full, flow.wait_timeout) = (0, 0, 0);
             return;
         }
         let flow = self.flows.remove(id);
@@ -275,6 +296,7 @@ impl FlowTable {
         let mut flows: Vec<FlowSnapshot> = self
             .flows
             .iter()
+            .filter(|(_, f)| f.active + f.waiting > 0)
             .map(|(_, f)| FlowSnapshot {
                 name: f.name.to_string(),
                 weight: f.weight,
@@ -296,7 +318,10 @@ impl FlowTable {
     /// Live flows (the overflow flow included).
     #[cfg(test)]
     pub(super) fn live(&self) -> usize {
-        self.flows.len()
+        self.flows
+            .iter()
+            .filter(|(_, f)| f.active + f.waiting > 0)
+            .count()
     }
 }
 
