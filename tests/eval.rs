@@ -162,18 +162,23 @@ fn a_bad_question_file_is_refused_with_its_line() {
 #[test]
 fn a_limit_k_answer_is_the_first_k_of_a_limit_20_answer() {
     use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
-    use turnstile_host::{Plugin, PluginConfig, PluginSource};
+    use turnstile_host::{Plugin, PluginConfig, PluginSource, Provision};
 
-    let questions = turnstile_host::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
+    let questions = turnstile_author::eval::read_questions(std::path::Path::new(DEV_SET)).unwrap();
     let index = CorpusIndex::open_or_build(&read_corpus(None).unwrap(), &cache_dir().join("index"))
         .unwrap();
-    let runtime = turnstile_host::eval::runtime(Some(cache_dir().join("plugins"))).unwrap();
+    let runtime = turnstile_author::eval::runtime(Some(cache_dir().join("plugins"))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let lexical = crate::support::lexical_plugin(dir.path());
     let shipped = [PluginSource::Embedded, PluginSource::File(lexical)];
     for source in shipped {
         let pool = CorpusPool::new(&index, 4).unwrap();
-        let plugin = Plugin::load(&runtime, &source, PluginConfig::default(), pool).unwrap();
+        let plugin = Plugin::load(
+            &runtime,
+            &source,
+            Provision::new(pool, PluginConfig::default()),
+        )
+        .unwrap();
         let ids = |q: &str, limit: u32| -> Vec<String> {
             plugin
                 .retrieve(q, limit, 1)

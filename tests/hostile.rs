@@ -224,11 +224,11 @@ async fn log_and_stdout_floods_are_cut_and_counted() {
         assert!(result.is_ok(), "{attempt}: {result:?}");
         match what {
             "messages" => assert_eq!(
-                u64::from(stats.log_dropped_messages),
+                u64::from(stats.used.log.dropped_messages),
                 1_000_000 - u64::from(turnstile_host::MAX_LOG_CALLS)
             ),
             _ => assert_eq!(
-                stats.output_dropped_bytes,
+                stats.used.wasi.dropped_bytes,
                 (1 << 20) - turnstile_host::MAX_CAPTURED_OUTPUT as u64
             ),
         }

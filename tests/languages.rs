@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_fixtures as components;
 use turnstile_host::{
-    Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, RetrieveError, RuntimeOptions,
+    Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision, RetrieveError,
+    RuntimeOptions,
 };
 
 use crate::support::{TestServer, cache_dir, eventually, hybrid_plugin};
@@ -19,13 +20,8 @@ use crate::support::{TestServer, cache_dir, eventually, hybrid_plugin};
 /// language component is compiled once per test run, whichever test loads it first.
 fn runtime() -> PluginRuntime {
     PluginRuntime::new(RuntimeOptions {
-        memory_limit: 64 << 20,
-        max_instances: 4,
         cache_dir: Some(cache_dir().join("plugins")),
-        pooling: true,
-        call_deadline: None,
-        observer: None,
-        memory_init: turnstile_host::MemoryInit::default(),
+        ..RuntimeOptions::default()
     })
     .unwrap()
 }
@@ -38,8 +34,12 @@ fn pool() -> CorpusPool {
 
 fn load(runtime: &PluginRuntime, path: &str, attempt: &str) -> Plugin {
     let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);
-    Plugin::load(runtime, &PluginSource::File(path.into()), config, pool())
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
+    Plugin::load(
+        runtime,
+        &PluginSource::File(path.into()),
+        Provision::new(pool(), config),
+    )
+    .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn refusal(plugin: &Plugin, attempt: &str) -> String {
@@ -84,8 +84,7 @@ fn javascript_can_read_no_file_no_variable_and_no_socket() {
     let error = Plugin::load(
         &runtime,
         &PluginSource::File(components::ESCAPE_JS_HTTP.into()),
-        PluginConfig::new(),
-        pool(),
+        Provision::new(pool(), PluginConfig::new()),
     )
     .unwrap_err()
     .to_string();

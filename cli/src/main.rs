@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use turnstile_host::check::CheckArgs;
+use turnstile_author::check::CheckArgs;
 use turnstile_server::serve::{LogFormat, ServeArgs};
 use turnstile_tools::drive::DriveArgs;
 use turnstile_tools::load::LoadArgs;
@@ -32,7 +32,7 @@ enum Command {
     Check(CheckArgs),
     /// Run a question set through a plugin in process and score it: recall@1, recall@5,
     /// MRR@10, nDCG@10, the misses and the per-question latency (`--compare` a second plugin).
-    Eval(turnstile_host::eval::EvalArgs),
+    Eval(turnstile_author::eval::EvalArgs),
     /// Closed-loop HTTP load: users, spawn rate, duration; live progress, a summary table,
     /// `summary.json` and a chart.
     Load(LoadArgs),
@@ -57,7 +57,7 @@ enum NewCommand {
     Plugin {
         /// The plugin's language.
         #[arg(long, value_enum)]
-        lang: turnstile_host::kit::Lang,
+        lang: turnstile_author::kit::Lang,
         /// The project's folder (created; must be new or empty). Its name is the plugin's.
         dir: PathBuf,
     },
@@ -130,7 +130,7 @@ fn main() -> anyhow::Result<()> {
             }
         },
         Command::New(NewCommand::Plugin { lang, dir }) => {
-            let written = turnstile_host::kit::new_plugin(lang, &dir)?;
+            let written = turnstile_author::kit::new_plugin(lang, &dir)?;
             println!("wrote {} ({} files):", dir.display(), written.len());
             for file in written {
                 println!("  {}", file.display());
@@ -151,11 +151,11 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Check(args) => {
             init_logging(LogFormat::Text);
-            turnstile_host::check::run(&args)?
+            turnstile_author::check::run(&args)?
         }
         Command::Eval(args) => {
             init_logging(LogFormat::Text);
-            turnstile_host::eval::run(&args)?
+            turnstile_author::eval::run(&args)?
         }
         Command::Drive(args) => {
             init_logging(LogFormat::Text);

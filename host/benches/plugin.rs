@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
-use turnstile_host::{Plugin, PluginConfig, PluginRuntime, PluginSource, RuntimeOptions};
+use turnstile_host::{
+    Plugin, PluginConfig, PluginRuntime, PluginSource, Provision, RuntimeOptions,
+};
 
 const QUESTION: &str = "How do I parse command line arguments?";
 /// What the default plugin searches for [`QUESTION`].
@@ -42,13 +44,10 @@ fn corpus_pool(cache: &Path) -> CorpusPool {
 
 fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
     let runtime = PluginRuntime::new(RuntimeOptions {
-        memory_limit: 64 * 1024 * 1024,
         max_instances: 4,
         cache_dir: Some(cache.join("plugins")),
         pooling,
-        call_deadline: None,
-        observer: None,
-        memory_init: turnstile_host::MemoryInit::default(),
+        ..RuntimeOptions::default()
     })
     .expect("plugin runtime");
     eprintln!(
@@ -68,7 +67,7 @@ fn load(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    Plugin::load(runtime, &source, config, pool.clone()).expect("plugin loads")
+    Plugin::load(runtime, &source, Provision::new(pool.clone(), config)).expect("plugin loads")
 }
 
 fn fixture(path: &str) -> PluginSource {

@@ -1,6 +1,6 @@
-//! What the plugin host reports as it works, for whoever counts it (the server's metrics): each
-//! corpus host call a plugin makes, and each swap. The host knows no metrics library; it calls an
-//! [`Observer`].
+//! What the plugin host reports of its calls, for whoever counts it (the server's metrics): each
+//! host call a plugin makes (the capabilities report through it; swaps have their own
+//! `swap::SwapObserver`). The host knows no metrics library; it calls an [`Observer`].
 
 use std::time::Duration;
 
@@ -9,16 +9,6 @@ pub trait Observer: Send + Sync {
     /// One host call of `kind` that took `elapsed` and ended in `outcome`.
     fn host_call(&self, kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
         let _ = (kind, outcome, elapsed);
-    }
-
-    /// One swap attempt: `result` is `swapped` or the refusal's code, `elapsed` its duration.
-    fn swap(&self, result: &'static str, elapsed: Duration) {
-        let _ = (result, elapsed);
-    }
-
-    /// One corpus swap attempt: `result` is `swapped`, `unchanged` or the refusal's code.
-    fn corpus_swap(&self, result: &'static str, elapsed: Duration) {
-        let _ = (result, elapsed);
     }
 }
 

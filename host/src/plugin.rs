@@ -7,30 +7,23 @@ use turnstile_corpus::CorpusPool;
 use wasmtime::{Engine, Store};
 
 use crate::bindings::{RetrievalPluginPre, Source};
-use crate::capabilities::{HostState, flush_output, limiter};
+use crate::capabilities::{Call, CapabilityOptions, Grants, HostState, Reports, limiter};
 use crate::error::{Incompatibility, PluginError};
 use crate::observe::Observer;
 use crate::plugin_config::PluginConfig;
+use crate::provision::Provision;
 use crate::results::check_sources;
 use crate::runtime::PluginRuntime;
 use crate::source::{PluginSource, sha256_hex};
 
 /// What one call used.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CallStats {
     /// Creating the call's instance (its store, memory image and imports).
     pub instantiate: Duration,
-    /// The largest linear memory the call was granted, in bytes.
-    pub peak_memory: usize,
-    /// The largest linear memory the call asked for, granted or refused, in bytes: above the
-    /// cap when the plugin tried to grow past it.
-    pub requested_memory: usize,
-    /// The most elements the call asked one of its tables to hold, granted or refused.
-    pub requested_table_elements: usize,
-    /// Bytes of stdout and stderr dropped past [`MAX_CAPTURED_OUTPUT`].
-    pub output_dropped_bytes: u64,
-    /// `log.write` messages dropped past the per-call bounds.
-    pub log_dropped_messages: u32,
+    /// What each capability reports of the call (memory asked for and granted, output and log
+    /// messages dropped past their bounds, …).
+    pub used: Reports,
 }
 
 /// A compiled, linked plugin ready to serve calls from any thread.
@@ -42,9 +35,10 @@ pub struct Plugin {
     /// [`crate::MAX_PLUGIN_BYTES`].
     bytes: Arc<[u8]>,
     pre: RetrievalPluginPre<HostState>,
-    corpus: CorpusPool,
-    config: Arc<PluginConfig>,
-    memory_limit: usize,
+    /// What the operator gave it, and what each capability grants it from that.
+    provision: Provision,
+    grants: Grants,
+    capabilities: Arc<CapabilityOptions>,
     call_deadline: Option<Duration>,
     /// The engine's count of abandoned conformance calls (see `Plugin::retrieve_bounded`).
     abandoned: Arc<std::sync::atomic::AtomicUsize>,
@@ -62,25 +56,23 @@ impl std::fmt::Debug for Plugin {
 
 impl Plugin {
     /// Reads, hashes, compiles (or loads from the precompiled cache) and links a component,
-    /// checking that it fits the `retrieval-plugin` world.
+    /// checking that it fits the `retrieval-plugin` world, provisioned with `given`.
     pub fn load(
         runtime: &PluginRuntime,
         source: &PluginSource,
-        config: PluginConfig,
-        corpus: CorpusPool,
+        given: Provision,
     ) -> Result<Self, PluginError> {
-        Self::load_inner(runtime, source, config, corpus, true)
+        Self::load_inner(runtime, source, given, true)
     }
 
     fn load_inner(
         runtime: &PluginRuntime,
         source: &PluginSource,
-        config: PluginConfig,
-        corpus: CorpusPool,
+        given: Provision,
         enforce_contract: bool,
     ) -> Result<Self, PluginError> {
         let bytes = source.read()?;
-        Self::compile_and_link(runtime, source, &bytes, config, corpus, enforce_contract)
+        Self::compile_and_link(runtime, source, &bytes, given, enforce_contract)
     }
 
     /// Like [`Plugin::load`], from bytes already read from `source` (a swap hashes them first,
@@ -89,18 +81,16 @@ impl Plugin {
         runtime: &PluginRuntime,
         source: &PluginSource,
         bytes: &[u8],
-        config: PluginConfig,
-        corpus: CorpusPool,
+        given: Provision,
     ) -> Result<Self, PluginError> {
-        Self::compile_and_link(runtime, source, bytes, config, corpus, true)
+        Self::compile_and_link(runtime, source, bytes, given, true)
     }
 
     fn compile_and_link(
         runtime: &PluginRuntime,
         source: &PluginSource,
         bytes: &[u8],
-        config: PluginConfig,
-        corpus: CorpusPool,
+        given: Provision,
         enforce_contract: bool,
     ) -> Result<Self, PluginError> {
         let name = source.name();
@@ -112,15 +102,7 @@ impl Plugin {
         if enforce_contract {
             crate::contract::check(&name, &component, runtime.engine())?;
         }
-        Self::link(
-            runtime,
-            name,
-            bytes.into(),
-            sha256,
-            &component,
-            config,
-            corpus,
-        )
+        Self::link(runtime, name, bytes.into(), sha256, &component, given)
     }
 
     /// Links a compiled `component` (whose bytes hash to `sha256`) against the runtime's linker:
@@ -131,8 +113,7 @@ impl Plugin {
         bytes: Arc<[u8]>,
         sha256: String,
         component: &wasmtime::component::Component,
-        config: PluginConfig,
-        corpus: CorpusPool,
+        given: Provision,
     ) -> Result<Self, PluginError> {
         let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
             name: name.clone(),
@@ -143,14 +124,16 @@ impl Plugin {
             .instantiate_pre(component)
             .map_err(incompatible)?;
         let pre = RetrievalPluginPre::new(instance_pre).map_err(incompatible)?;
+        let capabilities = Arc::new(runtime.options().capabilities.clone());
+        let grants = Grants::new(&capabilities, &given)?;
         Ok(Self {
             name: name.as_str().into(),
             sha256,
             bytes,
             pre,
-            corpus,
-            config: Arc::new(config),
-            memory_limit: runtime.options().memory_limit,
+            provision: given,
+            grants,
+            capabilities,
             call_deadline: runtime.options().call_deadline,
             abandoned: Arc::clone(runtime.abandoned()),
             observer: runtime.options().observer.clone(),
@@ -169,7 +152,12 @@ impl Plugin {
 
     /// The corpus the plugin's sessions read.
     pub fn corpus(&self) -> &CorpusPool {
-        &self.corpus
+        &self.provision.corpus
+    }
+
+    /// What the operator provisioned the plugin with.
+    pub fn provision(&self) -> &Provision {
+        &self.provision
     }
 
     /// The component's bytes (what [`Plugin::sha256`] hashes).
@@ -179,24 +167,25 @@ impl Plugin {
 
     /// The settings the plugin reads through its `config` import.
     pub fn config(&self) -> &PluginConfig {
-        &self.config
+        &self.provision.config
     }
 
     /// The same plugin — the same compiled, linked component and settings, on the same
     /// engine — reading `corpus` instead: no compile, no link (a corpus swap's candidate).
-    pub fn with_corpus(&self, corpus: CorpusPool) -> Self {
-        Self {
+    pub fn with_corpus(&self, corpus: CorpusPool) -> Result<Self, PluginError> {
+        let provision = self.provision.with_corpus(corpus);
+        Ok(Self {
             name: Arc::clone(&self.name),
             sha256: self.sha256.clone(),
             bytes: Arc::clone(&self.bytes),
             pre: self.pre.clone(),
-            corpus,
-            config: Arc::clone(&self.config),
-            memory_limit: self.memory_limit,
+            grants: Grants::new(&self.capabilities, &provision)?,
+            provision,
+            capabilities: Arc::clone(&self.capabilities),
             call_deadline: self.call_deadline,
             abandoned: Arc::clone(&self.abandoned),
             observer: self.observer.clone(),
-        }
+        })
     }
 
     /// Runs one `retrieve` call on a fresh instance, blocking the current thread until the plugin
@@ -220,14 +209,12 @@ impl Plugin {
         limit: u32,
         request_id: u64,
     ) -> (Result<Vec<Source>, PluginError>, CallStats) {
-        let state = HostState::new(
-            self.corpus.clone(),
-            Arc::clone(&self.config),
-            Arc::clone(&self.name),
+        let call = Call {
+            plugin: Arc::clone(&self.name),
             request_id,
-            self.memory_limit,
-            self.observer.clone(),
-        );
+            observer: self.observer.clone(),
+        };
+        let state = HostState::new(&self.capabilities, &self.grants, call);
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(limiter);
         if self.call_deadline.is_some() {
@@ -241,28 +228,19 @@ impl Plugin {
         let instantiate = started.elapsed();
         let outcome =
             instance.and_then(|bindings| bindings.call_retrieve(&mut store, question, limit));
-        let flushed = flush_output(store.data_mut(), &self.name, request_id);
-        let (output_dropped_bytes, log_dropped_messages) =
-            (flushed.dropped_bytes, flushed.dropped_messages);
-        let limits = &store.data().limits;
-        let stats = CallStats {
-            instantiate,
-            peak_memory: limits.peak_memory,
-            requested_memory: limits.requested_memory,
-            requested_table_elements: limits.requested_table_elements,
-            output_dropped_bytes,
-            log_dropped_messages,
-        };
+        let used = store.data_mut().finish();
+        let stderr_tail = used.wasi.stderr_tail.clone();
+        let stats = CallStats { instantiate, used };
         // A trap poisons the instance; the store (and with it every open session) goes now.
         drop(store);
         let result = match outcome {
-            Ok(Ok(sources)) => check_sources(&sources, limit, &self.corpus)
+            Ok(Ok(sources)) => check_sources(&sources, limit, &self.provision.corpus)
                 .map(|()| sources)
                 .map_err(PluginError::Contract),
             Ok(Err(guest)) => Err(PluginError::Guest(guest)),
             // A language runtime prints the exception that made it trap (a Python traceback)
             // on stderr: the trap's description carries it.
-            Err(trap) => Err(PluginError::Trap(match flushed.stderr_tail {
+            Err(trap) => Err(PluginError::Trap(match stderr_tail {
                 Some(tail) => trap.context(format!("the plugin wrote to stderr: {tail}")),
                 None => trap,
             })),
@@ -272,7 +250,12 @@ impl Plugin {
 
     /// The per-instance memory cap, in bytes.
     pub fn memory_limit(&self) -> usize {
-        self.memory_limit
+        self.grants.limits
+    }
+
+    /// Every capability's conformance probes, over what the suite's calls used.
+    pub fn probes(&self, used: &Reports) -> Vec<crate::capabilities::Probe> {
+        crate::capabilities::probes(&self.capabilities, &self.grants, used)
     }
 
     /// The runtime's call deadline (`None` when serving: calls are never interrupted).
@@ -304,7 +287,7 @@ mod tests {
         )
     }
 
-    /// A runtime with the default 64 MiB memory cap and no precompiled cache.
+    /// A runtime with the default memory cap and no precompiled cache.
     fn runtime(max_instances: u32, pooling: bool) -> PluginRuntime {
         runtime_with(max_instances, pooling, crate::MemoryInit::default())
     }
@@ -315,13 +298,10 @@ mod tests {
         memory_init: crate::MemoryInit,
     ) -> PluginRuntime {
         PluginRuntime::new(RuntimeOptions {
-            memory_limit: 64 << 20,
             max_instances,
-            cache_dir: None,
             pooling,
-            call_deadline: None,
-            observer: None,
             memory_init,
+            ..RuntimeOptions::default()
         })
         .unwrap()
     }
@@ -335,7 +315,8 @@ mod tests {
         let source = PluginSource::File(turnstile_fixtures::ESCAPE.into());
         for attempt in ["read-file", "list-dir", "socket"] {
             let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);
-            let plugin = Plugin::load(&runtime, &source, config, pool.clone()).unwrap();
+            let plugin =
+                Plugin::load(&runtime, &source, Provision::new(pool.clone(), config)).unwrap();
             match plugin.retrieve("x", 1, 1) {
                 Err(PluginError::Guest(crate::bindings::RetrieveError::Internal(m))) => {
                     assert!(m.starts_with(&format!("{attempt} refused")), "{m}");
@@ -364,7 +345,8 @@ mod tests {
         }
         let source = PluginSource::File(turnstile_fixtures::HOSTILE.into());
         let config = PluginConfig::from([("attempt".to_owned(), "remember".to_owned())]);
-        let plugin = Plugin::load_inner(&runtime, &source, config, pool, false).unwrap();
+        let plugin =
+            Plugin::load_inner(&runtime, &source, Provision::new(pool, config), false).unwrap();
         for call in 1..=5 {
             match plugin.retrieve("x", 1, call) {
                 Err(PluginError::Guest(crate::bindings::RetrieveError::Internal(m))) => {

@@ -6,17 +6,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::bindings::RetrievalPlugin;
-use crate::capabilities::{HostState, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
+use crate::capabilities::{
+    CapabilityOptions, HostState, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES,
+};
 use crate::error::PluginError;
 use crate::observe::Observer;
 
 /// How instances get their memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Allocator {
     /// Slots reserved up front and reused: new store + instantiate + trivial call ~21 µs (with
@@ -26,11 +26,11 @@ pub enum Allocator {
     OnDemand,
 }
 
-/// Settings of the runtime.
+/// Settings of the runtime. `Default` is a serving runtime of 4 instances, pooled where the
+/// address space allows it, without a precompiled cache, each capability at its defaults; set
+/// what differs (`RuntimeOptions { max_instances: 16, ..Default::default() }`).
 #[derive(Clone)]
 pub struct RuntimeOptions {
-    /// Cap on one instance's linear memory, in bytes; growth past it traps.
-    pub memory_limit: usize,
     /// Instances that may exist at once (the pool's size): at least the gate's `max_active`.
     pub max_instances: u32,
     /// Where precompiled components are cached; `None` disables the cache.
@@ -46,10 +46,33 @@ pub struct RuntimeOptions {
     pub observer: Option<Arc<dyn Observer>>,
     /// How each fresh instance gets the component's initial memory.
     pub memory_init: MemoryInit,
+    /// Every capability's settings (the memory cap is `capabilities.limits.memory_limit`).
+    pub capabilities: CapabilityOptions,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            max_instances: 4,
+            cache_dir: None,
+            pooling: true,
+            call_deadline: None,
+            observer: None,
+            memory_init: MemoryInit::default(),
+            capabilities: CapabilityOptions::default(),
+        }
+    }
+}
+
+impl RuntimeOptions {
+    /// The cap on one instance's linear memory, in bytes.
+    pub fn memory_limit(&self) -> usize {
+        self.capabilities.limits.memory_limit
+    }
 }
 
 /// How a fresh instance's linear memory gets the component's initial memory image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryInit {
     /// Mapped copy-on-write from the image (wasmtime's default): an instance costs only the pages
@@ -73,6 +96,39 @@ pub struct PluginRuntime {
     /// `Plugin::retrieve_bounded`): counted per engine, so one hung candidate (each swap
     /// candidate gets an engine of its own) never holds up another.
     abandoned: Arc<AtomicUsize>,
+}
+
+impl MemoryInit {
+    /// Its name, as `--plugin-memory-init` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cow => "cow",
+            Self::Copy => "copy",
+        }
+    }
+}
+
+impl std::fmt::Display for MemoryInit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is no [`MemoryInit`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected `cow` or `copy`")]
+pub struct UnknownMemoryInit;
+
+impl std::str::FromStr for MemoryInit {
+    type Err = UnknownMemoryInit;
+
+    fn from_str(name: &str) -> Result<Self, UnknownMemoryInit> {
+        match name {
+            "cow" => Ok(Self::Cow),
+            "copy" => Ok(Self::Copy),
+            _ => Err(UnknownMemoryInit),
+        }
+    }
 }
 
 fn base_config(conformance: bool, memory_init: MemoryInit) -> Config {
@@ -104,8 +160,8 @@ pub const KEEP_RESIDENT_COPY: usize = 32 << 20;
 const KEEP_RESIDENT_TABLE: usize = 64 << 10;
 
 impl PluginRuntime {
-    /// Builds the engine (pooling allocator when possible) and a linker with the WASI imports a
-    /// Rust component needs — all granting nothing — plus turnstile's own imports.
+    /// Builds the engine (pooling allocator when possible) and a linker with every capability's
+    /// imports (WASI granting nothing, the contract's own).
     pub fn new(options: RuntimeOptions) -> Result<Self, PluginError> {
         let mut engine_and_allocator = None;
         if options.pooling {
@@ -120,7 +176,7 @@ impl PluginRuntime {
                 .max_tables_per_component(MAX_TABLES as u32)
                 .max_core_instances_per_component(MAX_INSTANCES as u32)
                 .table_elements(MAX_TABLE_ELEMENTS)
-                .max_memory_size(options.memory_limit);
+                .max_memory_size(options.memory_limit());
             if PoolingAllocationConfig::is_pagemap_scan_available() {
                 // Linux ≥ 6.7: a freed slot's pages that the call dirtied (found with the
                 // PAGEMAP_SCAN ioctl) are reset in place and stay mapped, instead of madvise
@@ -155,9 +211,7 @@ impl PluginRuntime {
             ),
         };
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(PluginError::Engine)?;
-        RetrievalPlugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(PluginError::Engine)?;
+        crate::capabilities::link(&mut linker).map_err(PluginError::Engine)?;
         Ok(Self {
             engine,
             linker,

@@ -21,3 +21,4 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod serve;
+pub mod swap_codes;

@@ -4,16 +4,58 @@
 
 use std::time::Instant;
 
-use turnstile_corpus::{CorpusError, CorpusSession};
-use wasmtime::component::Resource;
+use turnstile_corpus::{CorpusError, CorpusPool, CorpusSession};
+use wasmtime::component::{Linker, Resource};
 
-use super::state::HostState;
+use super::capability::{Call, Capability, InRoom, Room, RoomOf, StoreData};
 use crate::bindings::turnstile::retrieval::corpus;
+use crate::error::PluginError;
 use crate::observe::{HostCallKind, HostCallOutcome};
+use crate::provision::Provision;
 
 /// At most this many corpus sessions may be open at once within one call; it bounds how many
 /// pooled connections a single (possibly hostile) plugin call can hold.
 pub const MAX_OPEN_SESSIONS: usize = 4;
+
+/// Read-only sessions over the corpus.
+pub struct Corpus;
+
+/// One call's access to the corpus: the pool its sessions come from, and how many are open.
+pub struct CorpusState {
+    pool: CorpusPool,
+    open_sessions: usize,
+}
+
+impl Capability for Corpus {
+    const INTERFACES: &'static [(&'static str, &'static str)] = &[(
+        "turnstile:retrieval/corpus",
+        "read-only sessions over the corpus (4 at once per call)",
+    )];
+
+    type Options = ();
+    type Grant = CorpusPool;
+    type State = CorpusState;
+    type Report = ();
+
+    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()> {
+        corpus::add_to_linker::<T, InRoom<Self>>(linker, room)
+    }
+
+    fn grant(_: &(), given: &Provision) -> Result<CorpusPool, PluginError> {
+        Ok(given.corpus.clone())
+    }
+
+    fn state(_: &(), pool: &CorpusPool, _: &Call) -> CorpusState {
+        CorpusState {
+            pool: pool.clone(),
+            open_sessions: 0,
+        }
+    }
+
+    /// Nothing to do: the sessions live in the call's resource table, and go with its store
+    /// (each returns its connection to the pool when dropped), whatever the plugin did.
+    fn finish(_: &mut CorpusState, _: &Call) {}
+}
 
 fn to_wit(error: CorpusError) -> corpus::CorpusError {
     match error {
@@ -31,16 +73,16 @@ fn to_wit(error: CorpusError) -> corpus::CorpusError {
     }
 }
 
-impl HostState {
+impl Room<'_, Corpus> {
     /// Ends one corpus host call begun at `started`: counts and times it (when measured), and
     /// turns the corpus's typed error into the contract's.
-    fn finish<T>(
+    fn answer<T>(
         &self,
         kind: HostCallKind,
         started: Instant,
         result: Result<T, CorpusError>,
     ) -> Result<T, corpus::CorpusError> {
-        if let Some(observer) = &self.observer {
+        if let Some(observer) = &self.call.observer {
             let outcome = match &result {
                 Ok(_) => HostCallOutcome::Ok,
                 Err(CorpusError::TimedOut { .. }) => HostCallOutcome::Timeout,
@@ -52,12 +94,12 @@ impl HostState {
     }
 }
 
-impl corpus::Host for HostState {}
+impl corpus::Host for Room<'_, Corpus> {}
 
-impl corpus::HostSession for HostState {
+impl corpus::HostSession for Room<'_, Corpus> {
     fn open(&mut self) -> wasmtime::Result<Result<Resource<CorpusSession>, corpus::CorpusError>> {
-        if self.open_sessions >= MAX_OPEN_SESSIONS {
-            if let Some(observer) = &self.observer {
+        if self.state.open_sessions >= MAX_OPEN_SESSIONS {
+            if let Some(observer) = &self.call.observer {
                 observer.host_call(
                     HostCallKind::Open,
                     HostCallOutcome::Error,
@@ -67,12 +109,12 @@ impl corpus::HostSession for HostState {
             return Ok(Err(corpus::CorpusError::TooManySessions));
         }
         let started = Instant::now();
-        let session = match self.finish(HostCallKind::Open, started, self.corpus.session()) {
+        let session = match self.answer(HostCallKind::Open, started, self.state.pool.session()) {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
         let handle = self.table.push(session)?;
-        self.open_sessions += 1;
+        self.state.open_sessions += 1;
         Ok(Ok(handle))
     }
 
@@ -85,7 +127,7 @@ impl corpus::HostSession for HostState {
         let started = Instant::now();
         let found = self.table.get(&session)?.search(&expression, limit);
         Ok(self
-            .finish(HostCallKind::Search, started, found)
+            .answer(HostCallKind::Search, started, found)
             .map(|hits| {
                 hits.into_iter()
                     .map(|c| corpus::Candidate {
@@ -106,7 +148,7 @@ impl corpus::HostSession for HostState {
     ) -> wasmtime::Result<Result<Vec<corpus::Ranked>, corpus::CorpusError>> {
         let started = Instant::now();
         let found = self.table.get(&session)?.rank(&expression, limit);
-        Ok(self.finish(HostCallKind::Rank, started, found).map(|hits| {
+        Ok(self.answer(HostCallKind::Rank, started, found).map(|hits| {
             hits.into_iter()
                 .map(|r| corpus::Ranked {
                     id: r.id,
@@ -126,7 +168,7 @@ impl corpus::HostSession for HostState {
     ) -> wasmtime::Result<Result<Option<String>, corpus::CorpusError>> {
         let started = Instant::now();
         let found = self.table.get(&session)?.snippet(&expression, doc);
-        Ok(self.finish(HostCallKind::Snippet, started, found))
+        Ok(self.answer(HostCallKind::Snippet, started, found))
     }
 
     fn nearest(
@@ -138,7 +180,7 @@ impl corpus::HostSession for HostState {
         let started = Instant::now();
         let found = self.table.get(&session)?.nearest(&vector, limit);
         Ok(self
-            .finish(HostCallKind::Nearest, started, found)
+            .answer(HostCallKind::Nearest, started, found)
             .map(|near| {
                 near.into_iter()
                     .map(|n| corpus::Neighbour {
@@ -158,7 +200,7 @@ impl corpus::HostSession for HostState {
     ) -> wasmtime::Result<Result<Option<corpus::Document>, corpus::CorpusError>> {
         let started = Instant::now();
         let found = self.table.get(&session)?.get(&id);
-        Ok(self.finish(HostCallKind::Get, started, found).map(|doc| {
+        Ok(self.answer(HostCallKind::Get, started, found).map(|doc| {
             doc.map(|d| corpus::Document {
                 id: d.id,
                 kind: d.kind,
@@ -174,13 +216,13 @@ impl corpus::HostSession for HostState {
     ) -> wasmtime::Result<Result<u64, corpus::CorpusError>> {
         let started = Instant::now();
         let count = self.table.get(&session)?.count();
-        Ok(self.finish(HostCallKind::Count, started, Ok(count)))
+        Ok(self.answer(HostCallKind::Count, started, Ok(count)))
     }
 
     fn drop(&mut self, session: Resource<CorpusSession>) -> wasmtime::Result<()> {
         // Deleting the entry drops the session, which returns its connection to the pool.
         self.table.delete(session)?;
-        self.open_sessions -= 1;
+        self.state.open_sessions -= 1;
         Ok(())
     }
 }

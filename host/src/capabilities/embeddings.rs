@@ -3,18 +3,53 @@
 
 use std::time::Instant;
 
-use super::state::HostState;
+use turnstile_corpus::CorpusPool;
+use wasmtime::component::Linker;
+
+use super::capability::{Call, Capability, InRoom, Room, RoomOf, StoreData};
 use crate::bindings::turnstile::retrieval::embeddings;
+use crate::error::PluginError;
 use crate::observe::{HostCallKind, HostCallOutcome};
+use crate::provision::Provision;
 
 /// Most texts one `embeddings.embed` call takes.
 pub const MAX_EMBED_TEXTS: usize = 16;
 /// Longest text `embeddings.embed` takes, in bytes.
 pub const MAX_EMBED_TEXT_BYTES: usize = 4096;
 
-impl embeddings::Host for HostState {
+/// The corpus's embedding model.
+pub struct Embeddings;
+
+impl Capability for Embeddings {
+    const INTERFACES: &'static [(&'static str, &'static str)] = &[(
+        "turnstile:retrieval/embeddings",
+        "the host's embedding model",
+    )];
+
+    type Options = ();
+    /// The model lives with the corpus it indexed.
+    type Grant = CorpusPool;
+    type State = CorpusPool;
+    type Report = ();
+
+    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()> {
+        embeddings::add_to_linker::<T, InRoom<Self>>(linker, room)
+    }
+
+    fn grant(_: &(), given: &Provision) -> Result<CorpusPool, PluginError> {
+        Ok(given.corpus.clone())
+    }
+
+    fn state(_: &(), corpus: &CorpusPool, _: &Call) -> CorpusPool {
+        corpus.clone()
+    }
+
+    fn finish(_: &mut CorpusPool, _: &Call) {}
+}
+
+impl embeddings::Host for Room<'_, Embeddings> {
     fn dimensions(&mut self) -> wasmtime::Result<u32> {
-        Ok(u32::try_from(self.corpus.dims()).unwrap_or(u32::MAX))
+        Ok(u32::try_from(self.state.dims()).unwrap_or(u32::MAX))
     }
 
     fn embed(
@@ -44,11 +79,11 @@ impl embeddings::Host for HostState {
                 HostCallOutcome::Error,
             ),
             None => (
-                Ok(texts.iter().map(|t| self.corpus.embed(t)).collect()),
+                Ok(texts.iter().map(|t| self.state.embed(t)).collect()),
                 HostCallOutcome::Ok,
             ),
         };
-        if let Some(observer) = &self.observer {
+        if let Some(observer) = &self.call.observer {
             observer.host_call(HostCallKind::Embed, outcome, started.elapsed());
         }
         Ok(result)

@@ -1,17 +1,26 @@
-//! What a plugin instance can reach, one file per capability (as wasmtime-wasi and Spin's
-//! factors lay out theirs): the store's state with its deny-by-default WASI context, the
-//! instance's limits, and the contract's four imports — corpus, embeddings, config, log.
+//! What a plugin instance can reach, one room per capability (as Spin's factors are laid out):
+//! each owns its settings, its grant to a plugin, its per-call state, its linker registration,
+//! its report and its conformance probes ([`Capability`]); [`host_state`] lists them and composes
+//! the store's state. WASI grants nothing; the contract's interfaces are corpus, embeddings,
+//! config and log.
 
+mod capability;
 mod config;
 mod corpus;
 mod embeddings;
+mod host_state;
 mod limits;
 mod log;
-mod state;
+mod wasi;
 
+pub use capability::{Call, Capability, InRoom, Probe, Report, Room, RoomOf, StoreData};
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};
-pub use limits::{MAX_INSTANCES, MAX_MEMORIES, MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES};
-pub use log::STDERR_TAIL;
-pub(crate) use log::flush_output;
-pub(crate) use state::{HostState, limiter};
+pub use host_state::{CapabilityOptions, HostState, Reports, interfaces};
+pub(crate) use host_state::{Grants, limiter, link, probes};
+pub use limits::{
+    DEFAULT_MEMORY_LIMIT, LimitsOptions, MAX_INSTANCES, MAX_MEMORIES, MAX_RESOURCES,
+    MAX_TABLE_ELEMENTS, MAX_TABLES, MemoryReport,
+};
+pub use log::LogReport;
+pub use wasi::{STDERR_TAIL, StdioReport};

@@ -1,14 +1,13 @@
-//! The imports a plugin may have: the contract's own interfaces at a supported version, and the
-//! WASI 0.2 interfaces a language runtime links ([`super::wasi`]: each granting nothing a plugin
-//! could read or reach). Checked at load, before a plugin can serve, so a component that asks for
-//! what no plugin gets (`wasi:http`, a WASI version other than 0.2) is refused with every such
-//! import named; and it must export `retrieve`.
+//! The imports a plugin may have: an interface some capability serves (the contract's own, the
+//! WASI 0.2 interfaces a language runtime links, each granting nothing a plugin could read or
+//! reach), at a version this host serves. Checked at load, before a plugin can serve, so a
+//! component that asks for what no plugin gets (another package, a WASI version other than 0.2)
+//! is refused with every such import named; and it must export `retrieve`.
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::versions::{CONTRACT_INTERFACES, CONTRACT_PACKAGE, SUPPORTED_VERSIONS};
-use super::wasi::wasi_grant;
+use super::versions::{CONTRACT_PACKAGE, SUPPORTED_VERSIONS, version_served};
 use crate::error::{Incompatibility, PluginError};
 
 /// Every import of `component`, e.g. `wasi:io/streams@0.2.6`.
@@ -69,16 +68,16 @@ pub fn check_bytes(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
     }
 }
 
-/// What `import` is granted, or `None`.
-fn grant_of(import: &str) -> Option<&'static str> {
+/// What `import` is granted, or `None`: the capability that serves its interface says, if the
+/// version is one this host serves.
+pub(crate) fn grant_of(import: &str) -> Option<&'static str> {
     let (interface, version) = import.split_once('@').unwrap_or((import, ""));
-    match interface.strip_prefix(CONTRACT_PACKAGE) {
-        Some(rest) if SUPPORTED_VERSIONS.contains(&version) => {
-            contract_grant(rest.trim_start_matches('/'))
-        }
-        Some(_) => None,
-        None => wasi_grant(interface, version),
+    if !version_served(interface, version) {
+        return None;
     }
+    crate::capabilities::interfaces()
+        .find(|(name, _)| *name == interface)
+        .map(|(_, grant)| grant)
 }
 
 /// Every export of `component`.
@@ -100,8 +99,7 @@ pub struct Grant {
     pub granted: Option<&'static str>,
 }
 
-/// Every import of `component`, each with what it is granted (see [`super::wasi`] and the
-/// contract's own interfaces).
+/// Every import of `component`, each with what it is granted (by the capability that serves it).
 pub fn grants(component: &Component, engine: &Engine) -> Vec<Grant> {
     imports(component, engine)
         .into_iter()
@@ -110,18 +108,6 @@ pub fn grants(component: &Component, engine: &Engine) -> Vec<Grant> {
             import,
         })
         .collect()
-}
-
-/// What each of the contract's interfaces gives.
-fn contract_grant(interface: &str) -> Option<&'static str> {
-    debug_assert!(CONTRACT_INTERFACES.len() == 4);
-    Some(match interface {
-        "corpus" => "read-only sessions over the corpus (4 at once per call)",
-        "embeddings" => "the host's embedding model",
-        "config" => "the operator's settings for this plugin, read-only",
-        "log" => "the server log (64 messages, 16 KiB per call, escaped)",
-        _ => return None,
-    })
 }
 
 /// Refuses a component that imports what no plugin is granted (naming every such import), that
@@ -288,6 +274,67 @@ mod tests {
             assert!(
                 grant.granted.is_some_and(|g| g.starts_with("nothing")),
                 "{grant:?}"
+            );
+        }
+    }
+
+    /// Every WASI interface a capability grants is one the linker provides: the language runtimes'
+    /// probes (CPython at WASI 0.2.9, StarlingMonkey at 0.2.12, Rust's std) import all but two
+    /// of them, and link; the two random ones are linked by a component that calls them.
+    #[test]
+    fn every_granted_interface_is_linked() {
+        // The serving runtime's own linker: WASI and the contract. Its artifacts go where the
+        // integration tests keep theirs (these components take seconds to compile).
+        let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/tmp/cache/plugins");
+        let runtime = crate::PluginRuntime::new(crate::RuntimeOptions {
+            max_instances: 1,
+            cache_dir: Some(shared.into()),
+            pooling: false,
+            ..Default::default()
+        })
+        .unwrap();
+        let (engine, linker) = (runtime.engine(), runtime.linker());
+        let mut imported = std::collections::BTreeSet::new();
+        for path in [
+            turnstile_fixtures::ESCAPE_PY,
+            turnstile_fixtures::ESCAPE_JS,
+            turnstile_fixtures::ESCAPE,
+        ] {
+            let bytes = std::fs::read(path).unwrap();
+            let component = runtime
+                .compile(path, &bytes, &crate::sha256_hex(&bytes))
+                .unwrap();
+            linker
+                .instantiate_pre(&component)
+                .unwrap_or_else(|e| panic!("{path}: {e:#}"));
+            for import in crate::contract::imports(&component, engine) {
+                let interface = import.split_once('@').map_or(&*import, |(i, _)| i);
+                imported.insert(interface.to_owned());
+            }
+        }
+        let random = |name: &str, export: &str| {
+            let wat = format!("(component (import \"{name}\" (instance {export})))");
+            let bytes = wat::parse_str(&wat).unwrap();
+            let component = wasmtime::component::Component::new(engine, bytes).unwrap();
+            linker.instantiate_pre(&component).map(|_| ())
+        };
+        random(
+            "wasi:random/insecure@0.2.0",
+            "(export \"get-insecure-random-u64\" (func (result u64)))",
+        )
+        .unwrap();
+        random(
+            "wasi:random/insecure-seed@0.2.12",
+            "(export \"insecure-seed\" (func (result (tuple u64 u64))))",
+        )
+        .unwrap();
+        // The same check can fail: a function the interface does not have.
+        assert!(random("wasi:random/insecure@0.2.0", "(export \"nope\" (func))").is_err());
+        for (name, _) in crate::capabilities::interfaces().filter(|(n, _)| n.starts_with("wasi:")) {
+            let random = ["wasi:random/insecure", "wasi:random/insecure-seed"];
+            assert!(
+                imported.contains(name) || random.contains(&name),
+                "{name} is granted but no probe imports it"
             );
         }
     }

@@ -15,105 +15,11 @@ use std::time::{Duration, Instant};
 
 use turnstile_corpus::{CorpusError, CorpusIndex, CorpusPool, read_corpus};
 
+use super::bounds::MAX_CORPUS_CANDIDATES;
+use super::error::{CorpusSwap, CorpusSwapError};
 use super::hot_swap::{Checking, HotSwap, Trigger};
-use crate::check::{Check, smoke};
-use crate::{Generation, Plugin, PluginError, PluginRuntime, Sha256Hex, sha256_hex};
-
-/// Corpus candidates loaded and checked at once; one more is refused with
-/// [`CorpusSwapError::Busy`]. Each holds a whole corpus in memory (and may build its index), so
-/// one at a time.
-pub const MAX_CORPUS_CANDIDATES: usize = 1;
-
-/// Why a corpus candidate was refused; the old corpus keeps serving.
-#[derive(Debug, thiserror::Error)]
-pub enum CorpusSwapError {
-    /// The file could not be read (or decompressed).
-    #[error("corpus_unreadable: {0}")]
-    Unreadable(#[source] CorpusError),
-    /// A line is not a valid document (the error names the line).
-    #[error("invalid_corpus: {0}")]
-    Invalid(#[source] CorpusError),
-    /// The corpus is not the one the operator pinned.
-    #[error("sha256_mismatch: expected {expected}, the corpus has {actual}")]
-    Sha256Mismatch {
-        /// What the operator asked for.
-        expected: Sha256Hex,
-        /// What the corpus hashes to.
-        actual: String,
-    },
-    /// The served corpus is pinned and the swap did not name the sha256 it installs.
-    #[error(
-        "sha256_required: the served corpus is pinned to {pinned}; a corpus swap must give the sha256 of its candidate"
-    )]
-    PinRequired {
-        /// The current pin.
-        pinned: Sha256Hex,
-    },
-    /// Its index could not be built, opened or loaded.
-    #[error("corpus_unavailable: {0}")]
-    Index(#[source] CorpusError),
-    /// The serving plugin could not be loaded on the conformance engine to check it.
-    #[error("smoke_failed: load: {0}")]
-    Plugin(#[source] PluginError),
-    /// A smoke call did not return within the conformance call deadline.
-    #[error("timeout: {check}: {observed}")]
-    Timeout {
-        /// The check whose call timed out.
-        check: String,
-        /// What it observed.
-        observed: String,
-    },
-    /// The serving plugin failed the smoke subset over this corpus.
-    #[error("smoke_failed: {check}: {observed}")]
-    SmokeFailed {
-        /// The first check that failed.
-        check: String,
-        /// What it observed.
-        observed: String,
-    },
-    /// Another swap (of the plugin or the corpus) installed meanwhile: nothing was installed.
-    #[error(
-        "swap_conflict: plugin generation {installed} over corpus generation {corpus} was installed while this candidate was checked; send the swap again"
-    )]
-    Conflict {
-        /// The plugin generation serving now.
-        installed: u64,
-        /// The corpus generation serving now.
-        corpus: u64,
-    },
-    /// [`MAX_CORPUS_CANDIDATES`] corpus candidates are being checked already.
-    #[error(
-        "swap_busy: a corpus candidate is being loaded and checked already; send the swap again when it is done"
-    )]
-    Busy,
-}
-
-impl CorpusSwapError {
-    /// The machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Unreadable(_) => "corpus_unreadable",
-            Self::Invalid(_) => "invalid_corpus",
-            Self::Sha256Mismatch { .. } => "sha256_mismatch",
-            Self::PinRequired { .. } => "sha256_required",
-            Self::Index(_) => "corpus_unavailable",
-            Self::Plugin(_) | Self::SmokeFailed { .. } => "smoke_failed",
-            Self::Timeout { .. } => "timeout",
-            Self::Conflict { .. } => "swap_conflict",
-            Self::Busy => "swap_busy",
-        }
-    }
-}
-
-/// What a corpus swap did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CorpusSwap {
-    /// A new corpus generation serves new requests.
-    Swapped,
-    /// The candidate is the corpus being served (the same sha256): nothing was loaded or
-    /// installed.
-    Unchanged,
-}
+use crate::conformance::{Check, smoke};
+use crate::{Generation, Plugin, PluginRuntime, Sha256Hex, sha256_hex};
 
 /// A completed corpus swap.
 pub struct CorpusSwapped {
@@ -141,12 +47,10 @@ impl HotSwap {
     ) -> Result<CorpusSwapped, CorpusSwapError> {
         let started = Instant::now();
         let outcome = self.try_swap_corpus(path, trigger, started);
-        let result = match &outcome {
-            Ok(swapped) if swapped.outcome == CorpusSwap::Unchanged => "unchanged",
-            Ok(_) => "swapped",
-            Err(e) => e.code(),
-        };
-        self.observer.corpus_swap(result, started.elapsed());
+        self.observer.corpus_swap(
+            outcome.as_ref().map(|swapped| swapped.outcome),
+            started.elapsed(),
+        );
         outcome
     }
 
@@ -227,8 +131,9 @@ impl HotSwap {
             &conformance,
             &previous.source,
             serving.bytes(),
-            serving.config().clone(),
-            pool.sibling(1).map_err(CorpusSwapError::Index)?,
+            serving
+                .provision()
+                .with_corpus(pool.sibling(1).map_err(CorpusSwapError::Index)?),
         )
         .map_err(CorpusSwapError::Plugin)?;
         let smoke = smoke(&Arc::new(trial));
@@ -240,7 +145,7 @@ impl HotSwap {
                 CorpusSwapError::SmokeFailed { check, observed }
             });
         }
-        let candidate = serving.with_corpus(pool);
+        let candidate = serving.with_corpus(pool).map_err(CorpusSwapError::Plugin)?;
         // The install: one atomic step, only over the generation and under the pin this
         // candidate was checked against.
         let installing = self.slot.begin_swap();

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::observe::Observer;
+use super::bounds::MAX_CANDIDATES_CHECKED;
+use super::observer::SwapObserver;
 use crate::{PluginConfig, PluginRuntime, PluginSlot, RuntimeOptions, Sha256Hex};
 
 /// What asked for a swap, which decides the sha256 rule.
@@ -56,10 +57,6 @@ pub struct Runtimes {
     pub conformance: RuntimeOptions,
 }
 
-/// Candidates checked (compiled and smoke-checked) at once; one more is refused with
-/// [`super::SwapError::Busy`]. Each costs a compile's CPU and memory; no lock is held meanwhile.
-pub const MAX_CANDIDATES_CHECKED: usize = 2;
-
 /// What a corpus swap needs besides what a plugin swap does.
 #[derive(Debug, Clone)]
 pub struct CorpusOptions {
@@ -79,7 +76,7 @@ pub struct HotSwap {
     pub(super) default_config: PluginConfig,
     pub(super) idle_connections: usize,
     pub(super) pin: std::sync::Mutex<Option<Sha256Hex>>,
-    pub(super) observer: Arc<dyn Observer>,
+    pub(super) observer: Arc<dyn SwapObserver>,
     /// Where corpus candidates are indexed.
     pub(super) index_dir: PathBuf,
     /// The corpus pin: the same rule as `pin`, for corpus swaps.
@@ -105,7 +102,7 @@ impl HotSwap {
         idle_connections: usize,
         pin: Option<Sha256Hex>,
         corpus: CorpusOptions,
-        observer: Arc<dyn Observer>,
+        observer: Arc<dyn SwapObserver>,
     ) -> Self {
         Self {
             slot,

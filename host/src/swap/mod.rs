@@ -9,12 +9,19 @@
 //!
 //! [`HotSwap`] is what every swap shares: the slot it installs into, the engines, the operator's
 //! default settings and the pins. `serve`, SIGHUP and the admin endpoints share one; none of
-//! them needs the HTTP state.
+//! them needs the HTTP state. Refusals are typed ([`SwapError`], [`CorpusSwapError`]); the codes
+//! a client sees are the server's.
 
+mod bounds;
 mod corpus;
+mod error;
 mod hot_swap;
+mod observer;
 mod plugin;
 
-pub use corpus::{CorpusSwap, CorpusSwapError, CorpusSwapped, MAX_CORPUS_CANDIDATES};
-pub use hot_swap::{CorpusOptions, HotSwap, MAX_CANDIDATES_CHECKED, Runtimes, Trigger};
-pub use plugin::{SwapError, Swapped};
+pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES};
+pub use corpus::CorpusSwapped;
+pub use error::{CorpusSwap, CorpusSwapError, SwapError};
+pub use hot_swap::{CorpusOptions, HotSwap, Runtimes, Trigger};
+pub use observer::SwapObserver;
+pub use plugin::Swapped;

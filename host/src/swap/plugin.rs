@@ -5,91 +5,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::hot_swap::{Checking, HotSwap, MAX_CANDIDATES_CHECKED, Trigger};
-use crate::check::{Check, smoke};
+use super::error::SwapError;
+use super::hot_swap::{Checking, HotSwap, Trigger};
+use crate::conformance::{Check, smoke};
 use crate::{
-    Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Sha256Hex,
+    Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision,
 };
-use turnstile_corpus::CorpusError;
-
-/// Why a candidate was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum SwapError {
-    /// The file could not be read.
-    #[error("plugin_unreadable: {0}")]
-    Unreadable(#[source] PluginError),
-    /// The file is not the one the operator pinned.
-    #[error("sha256_mismatch: expected {expected}, the file has {actual}")]
-    Sha256Mismatch {
-        /// What the operator asked for.
-        expected: Sha256Hex,
-        /// What the file hashes to.
-        actual: String,
-    },
-    /// Not a component of the contract (world, imports, version).
-    #[error("incompatible_plugin: {0}")]
-    Incompatible(#[source] PluginError),
-    /// No corpus connections could be opened for the candidate.
-    #[error("corpus_unavailable: {0}")]
-    Corpus(#[source] CorpusError),
-    /// The server is pinned and the swap did not name the sha256 it installs.
-    #[error(
-        "sha256_required: the served plugin is pinned to {pinned}; a swap must give the sha256 of its candidate"
-    )]
-    PinRequired {
-        /// The current pin.
-        pinned: Sha256Hex,
-    },
-    /// A smoke call did not return within the conformance call deadline.
-    #[error("timeout: {check}: {observed}")]
-    Timeout {
-        /// The check whose call timed out.
-        check: String,
-        /// What it observed.
-        observed: String,
-    },
-    /// Another swap installed a generation while this candidate was being checked: nothing was
-    /// installed; sending the swap again installs it over the new generation.
-    #[error(
-        "swap_conflict: plugin generation {installed} over corpus generation {corpus} was installed while this candidate was checked; send the swap again to install it over that one"
-    )]
-    Conflict {
-        /// The plugin generation serving now.
-        installed: u64,
-        /// The corpus generation serving now.
-        corpus: u64,
-    },
-    /// [`MAX_CANDIDATES_CHECKED`] candidates are being checked already.
-    #[error(
-        "swap_busy: {MAX_CANDIDATES_CHECKED} candidates are being checked already; send the swap again when one is done"
-    )]
-    Busy,
-    /// It loaded but failed the smoke subset of `turnstile check`.
-    #[error("smoke_failed: {check}: {observed}")]
-    SmokeFailed {
-        /// The first check that failed.
-        check: String,
-        /// What it observed.
-        observed: String,
-    },
-}
-
-impl SwapError {
-    /// The machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Unreadable(_) => "plugin_unreadable",
-            Self::Sha256Mismatch { .. } => "sha256_mismatch",
-            Self::PinRequired { .. } => "sha256_required",
-            Self::Incompatible(_) => "incompatible_plugin",
-            Self::Corpus(_) => "corpus_unavailable",
-            Self::Timeout { .. } => "timeout",
-            Self::SmokeFailed { .. } => "smoke_failed",
-            Self::Conflict { .. } => "swap_conflict",
-            Self::Busy => "swap_busy",
-        }
-    }
-}
 
 /// A completed swap.
 pub struct Swapped {
@@ -114,11 +35,8 @@ impl HotSwap {
     ) -> Result<Swapped, SwapError> {
         let started = Instant::now();
         let outcome = self.try_swap(source, trigger, config, started);
-        let result = match &outcome {
-            Ok(_) => "swapped",
-            Err(e) => e.code(),
-        };
-        self.observer.swap(result, started.elapsed());
+        self.observer
+            .plugin_swap(outcome.as_ref().map(|_| ()), started.elapsed());
         outcome
     }
 
@@ -167,8 +85,9 @@ impl HotSwap {
         // The smoke checks run on the conformance runtime, then the same bytes are loaded for
         // serving (the two engines compile differently: only one has epoch interruption).
         let conformance = PluginRuntime::new(self.conformance.clone()).map_err(refused)?;
-        let trial = Plugin::from_bytes(&conformance, &source, &bytes, config.clone(), pool.clone())
-            .map_err(refused)?;
+        let given = Provision::new(pool, config);
+        let trial =
+            Plugin::from_bytes(&conformance, &source, &bytes, given.clone()).map_err(refused)?;
         let smoke = smoke(&Arc::new(trial));
         if let Some(failed) = smoke.iter().find(|c| !c.passed) {
             let (check, observed) = (failed.name.clone(), failed.observed.clone());
@@ -179,7 +98,7 @@ impl HotSwap {
             });
         }
         let candidate =
-            Plugin::from_bytes(&self.runtime, &source, &bytes, config, pool).map_err(refused)?;
+            Plugin::from_bytes(&self.runtime, &source, &bytes, given).map_err(refused)?;
         // The install: one atomic step, and only over the generation (and under the pin) that
         // this candidate was checked against.
         let installing = self.slot.begin_swap();

@@ -171,7 +171,7 @@ pub async fn swap_plugin(
         Err(error) => {
             tracing::warn!(%error, "plugin swap refused; the current plugin keeps serving");
             Err(ApiError::SwapFailed {
-                code: error.code(),
+                code: crate::swap_codes::plugin_swap_code(&error),
                 detail: error.to_string(),
             })
         }

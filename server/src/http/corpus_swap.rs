@@ -124,7 +124,7 @@ pub async fn swap_corpus(
         Err(error) => {
             tracing::warn!(%error, "corpus swap refused; the current corpus keeps serving");
             Err(ApiError::SwapFailed {
-                code: error.code(),
+                code: crate::swap_codes::corpus_swap_code(&error),
                 detail: sanitize(&error.to_string(), MAX_DETAIL_BYTES),
             })
         }

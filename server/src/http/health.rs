@@ -92,7 +92,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<ReadyBod
         stuck,
         plugin: PluginBody::of(&generation),
         corpus: CorpusBody::of(&generation, state.swap.retired_corpora_in_memory()),
-        allocator: state.allocator,
+        allocator: state.allocator.into(),
     };
     (status, Json(body))
 }

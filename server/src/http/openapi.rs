@@ -11,19 +11,19 @@ use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
 use super::api::{
-    ConnectionsBody, CorpusBody, CorpusGenerationBody, CorpusRefBody, CorpusSwapRequestBody,
-    CorpusSwapStatus, CorpusSwappedBody, ForbiddenBody, ForbiddenCode, GenerationBody, HealthBody,
-    InternalBody, InvalidCode, InvalidRequestBody, LiveBody, PluginBody, ReadyBody, RefusalBody,
-    RefusalStatus, RefusingGate, RetrieveRequestBody, RetrieveResponse, SourceBody, StateBody,
-    StuckCall, SwapFailedBody, SwapRefusal, SwapRequestBody, SwappedBody, Timing,
-    TooManySubscribersBody, TooManySubscribersStatus, UnauthorizedBody,
+    AllocatorBody, ConnectionsBody, CorpusBody, CorpusGenerationBody, CorpusRefBody,
+    CorpusSwapRequestBody, CorpusSwapStatus, CorpusSwappedBody, ForbiddenBody, ForbiddenCode,
+    GenerationBody, HealthBody, InternalBody, InvalidCode, InvalidRequestBody, LiveBody,
+    PluginBody, ReadyBody, RefusalBody, RefusalStatus, RefusingGate, RetrieveRequestBody,
+    RetrieveResponse, SourceBody, StateBody, StuckCall, SwapFailedBody, SwapRefusal,
+    SwapRequestBody, SwappedBody, Timing, TooManySubscribersBody, TooManySubscribersStatus,
+    UnauthorizedBody,
 };
 use turnstile_corpus::IndexOrigin;
 use turnstile_gate::{
     AdaptiveSnapshot, Event, EventStatus, FlowSnapshot, LeaseSnapshot, Snapshot, Totals,
 };
 use turnstile_global::{FailureMode, GlobalStatus, GlobalTotals};
-use turnstile_host::Allocator;
 
 /// The document's frame: everything but the paths.
 #[derive(OpenApi)]
@@ -38,7 +38,7 @@ use turnstile_host::Allocator;
         InvalidCode, RefusalBody, RefusalStatus, RefusingGate, GlobalStatus, GlobalTotals, FailureMode, InternalBody, HealthBody, ReadyBody, StateBody,
         StuckCall, CorpusBody, ConnectionsBody, SwapRequestBody, SwappedBody, GenerationBody,
         SwapFailedBody, SwapRefusal, UnauthorizedBody, ForbiddenBody, ForbiddenCode, Snapshot, LeaseSnapshot,
-        Event, EventStatus, Totals, Allocator, IndexOrigin, LiveBody, TooManySubscribersBody,
+        Event, EventStatus, Totals, AllocatorBody, IndexOrigin, LiveBody, TooManySubscribersBody,
         TooManySubscribersStatus, CorpusRefBody, CorpusSwapRequestBody, CorpusSwapStatus,
         CorpusSwappedBody, CorpusGenerationBody, FlowSnapshot, AdaptiveSnapshot,
     )),

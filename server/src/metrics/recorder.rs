@@ -10,6 +10,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, Prometheu
 use metrics_util::MetricKindMask;
 
 use turnstile_gate::Gate;
+use turnstile_host::swap::{CorpusSwap, CorpusSwapError, SwapError, SwapObserver};
 use turnstile_host::{HostCallKind, HostCallOutcome, Observer, PluginSlot};
 
 use super::names::{CALL_OUTCOMES, CallOutcome, DESCRIPTIONS, Kind};
@@ -393,18 +394,21 @@ impl Metrics {
     }
 }
 
-/// The plugin host reports its host calls and swaps here.
+/// The plugin host reports its host calls here.
 impl Observer for Metrics {
     fn host_call(&self, kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
         self.host.observe(kind, outcome, elapsed);
     }
+}
 
-    fn swap(&self, result: &'static str, elapsed: Duration) {
-        Metrics::swap(self, result, elapsed);
+/// The swaps report each attempt here, labelled with the server's codes.
+impl SwapObserver for Metrics {
+    fn plugin_swap(&self, outcome: Result<(), &SwapError>, elapsed: Duration) {
+        self.swap(crate::swap_codes::plugin_swap_result(outcome), elapsed);
     }
 
-    fn corpus_swap(&self, result: &'static str, _elapsed: Duration) {
-        Metrics::corpus_swap(self, result);
+    fn corpus_swap(&self, outcome: Result<CorpusSwap, &CorpusSwapError>, _elapsed: Duration) {
+        Metrics::corpus_swap(self, crate::swap_codes::corpus_swap_result(outcome));
     }
 }
 

@@ -94,7 +94,10 @@ pub struct ServeArgs {
     /// the component's image (cheapest per call one at a time), or `copy`, copied into memory
     /// kept resident (no page faults: under load on several cores, twice a Python plugin's
     /// requests/s; docs/PLUGINS.md).
-    #[arg(long = "plugin-memory-init", value_enum, default_value_t = MemoryInit::Cow)]
+    #[arg(long = "plugin-memory-init", default_value_t = MemoryInit::Cow,
+          value_parser = clap::builder::TypedValueParser::try_map(
+              clap::builder::PossibleValuesParser::new(["cow", "copy"]),
+              |name: String| name.parse::<MemoryInit>()))]
     pub plugin_memory_init: MemoryInit,
 
     /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`

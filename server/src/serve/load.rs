@@ -7,8 +7,10 @@ use anyhow::Context;
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
-use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes};
-use turnstile_host::{Observer, Plugin, PluginRuntime, PluginSlot, RuntimeOptions};
+use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes, SwapObserver};
+use turnstile_host::{
+    CapabilityOptions, Observer, Plugin, PluginRuntime, PluginSlot, Provision, RuntimeOptions,
+};
 
 use super::args::ServeArgs;
 use crate::admission::Admission;
@@ -42,8 +44,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         origin = ?index.origin, path = %index.path.display(),
         embedding_model = pool.model_name(), dimensions = pool.dims(), "corpus index ready"
     );
+    let mut capabilities = CapabilityOptions::default();
+    capabilities.limits.memory_limit = args.memory_limit_mib as usize * 1024 * 1024;
     let runtime = PluginRuntime::new(RuntimeOptions {
-        memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
         // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
         // run on the conformance runtime below).
         max_instances: gate_config.max_active as u32,
@@ -52,21 +55,26 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         call_deadline: None,
         observer: Some(Arc::clone(&metrics) as Arc<dyn Observer>),
         memory_init: args.plugin_memory_init,
+        capabilities: capabilities.clone(),
     })?;
     // Where a swap candidate's smoke checks run: not the serving engine (no epoch
     // interruption there), but one whose calls have a deadline, made anew for each candidate.
     let conformance = RuntimeOptions {
-        memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
         max_instances: 1,
         cache_dir: precompiled,
         pooling: false,
-        call_deadline: Some(turnstile_host::check::CALL_DEADLINE),
+        call_deadline: Some(turnstile_host::conformance::CALL_DEADLINE),
         observer: None,
         memory_init: args.plugin_memory_init,
+        capabilities,
     };
     let source = args.plugin_source();
-    let plugin = Plugin::load(&runtime, &source, plugin_config.clone(), pool)
-        .context("loading the plugin")?;
+    let plugin = Plugin::load(
+        &runtime,
+        &source,
+        Provision::new(pool, plugin_config.clone()),
+    )
+    .context("loading the plugin")?;
     if let Some(expected) = &args.plugin_sha256
         && plugin.sha256() != expected.as_str()
     {
@@ -98,7 +106,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             index_dir: cache.index_dir(),
             pin: args.corpus_sha256.clone(),
         },
-        Arc::clone(&metrics) as Arc<dyn Observer>,
+        Arc::clone(&metrics) as Arc<dyn SwapObserver>,
     );
     let swap = Arc::new(swap);
     let adaptive = args.adaptive_config()?;

@@ -19,8 +19,8 @@ pub use errors::{
 };
 pub use live::{EventsBody, LiveBody, LiveSnapshot};
 pub use operations::{
-    ConnectionsBody, CorpusBody, HealthBody, HealthStatus, ReadyBody, ReadyStatus, StateBody,
-    StuckCall,
+    AllocatorBody, ConnectionsBody, CorpusBody, HealthBody, HealthStatus, ReadyBody, ReadyStatus,
+    StateBody, StuckCall,
 };
 pub use retrieval::{
     CompletedStatus, CorpusRefBody, PluginBody, RetrieveRequestBody, RetrieveResponse, SourceBody,

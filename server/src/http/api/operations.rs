@@ -101,7 +101,7 @@ pub struct ReadyBody {
     /// The corpus.
     pub corpus: CorpusBody,
     /// How plugin instances get memory.
-    pub allocator: Allocator,
+    pub allocator: AllocatorBody,
 }
 
 /// Connections open now, and the cap.
@@ -132,4 +132,24 @@ pub struct StateBody {
     /// The global limit shared with other replicas (when `--redis-url` is set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global: Option<GlobalStatus>,
+}
+
+/// How plugin instances get their memory.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = Allocator)]
+pub enum AllocatorBody {
+    /// Slots reserved up front and reused.
+    Pooling,
+    /// Memory mapped per instance: the fallback where the pool's address space cannot be had.
+    OnDemand,
+}
+
+impl From<Allocator> for AllocatorBody {
+    fn from(allocator: Allocator) -> Self {
+        match allocator {
+            Allocator::Pooling => Self::Pooling,
+            Allocator::OnDemand => Self::OnDemand,
+        }
+    }
 }

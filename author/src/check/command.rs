@@ -1,17 +1,14 @@
-//! `turnstile check PLUGIN.wasm`: its flags, and running the full suite with a report as lines or
-//! JSON.
+//! `turnstile check PLUGIN.wasm`: its flags, and running the full conformance suite
+//! (`turnstile_host::conformance`) with a report as lines or JSON.
 
 use std::path::PathBuf;
 
 use clap::Args;
+use turnstile_host::cache::Cache;
+use turnstile_host::conformance::{CALL_DEADLINE, Subset, run_suite};
+use turnstile_host::{DEFAULT_MEMORY_LIMIT, parse_config_entry, plugin_config};
 
-use super::suite::{Subset, run_suite};
-
-/// The default latency bound of one plugin call in conformance work (`turnstile check`, a swap's
-/// smoke checks): a call still running past it fails with `timeout`. Generous for a retrieval
-/// plugin (the default plugin answers in a few milliseconds), short enough that a hung
-/// candidate is refused quickly.
-pub const CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+use super::report::lines;
 
 /// Flags of `turnstile check`.
 #[derive(Debug, Clone, Args)]
@@ -24,7 +21,7 @@ pub struct CheckArgs {
     pub json: bool,
 
     /// A `KEY=VALUE` setting for the plugin's `config` import (repeatable).
-    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::parse_config_entry)]
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
     pub plugin_config: Vec<(String, String)>,
 
     /// Longest a single call of the plugin may take, in milliseconds (1..=60000); a call still
@@ -39,16 +36,16 @@ pub struct CheckArgs {
     pub cache_dir: Option<PathBuf>,
 
     /// Per-instance memory cap in MiB.
-    #[arg(long = "memory-limit-mib", default_value_t = 64,
+    #[arg(long = "memory-limit-mib", default_value_t = (DEFAULT_MEMORY_LIMIT >> 20) as u32,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub memory_limit_mib: u32,
 }
 
 /// Runs the full suite; prints lines or JSON; returns whether every check passed.
 pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
-    let config = crate::plugin_config(args.plugin_config.iter().cloned())
+    let config = plugin_config(args.plugin_config.iter().cloned())
         .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
-    let cache = crate::cache::Cache::open(args.cache_dir.as_deref())?;
+    let cache = Cache::open(args.cache_dir.as_deref())?;
     let report = run_suite(
         &args.plugin,
         config,
@@ -61,7 +58,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", report.lines());
+        print!("{}", lines(&report));
     }
     Ok(report.failed == 0)
 }

@@ -8,11 +8,18 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::probes;
+use crate::capabilities::{LimitsOptions, Reports};
 use crate::{
-    MAX_TABLE_ELEMENTS, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource,
-    RuntimeOptions, Source, contract,
+    Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
+    Source, contract,
 };
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
+
+/// The default latency bound of one plugin call in conformance work (`turnstile check`, a swap's
+/// smoke checks): a call still running past it fails with `timeout`. Generous for a retrieval
+/// plugin (the default plugin answers in a few milliseconds), short enough that a hung
+/// candidate is refused quickly.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(2);
 
 /// How much of the suite to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,35 +62,6 @@ pub struct Report {
     pub failed: usize,
     /// Every import of the component, with what it is granted (`null`: refused).
     pub imports: Vec<contract::Grant>,
-}
-
-impl Report {
-    /// One line per check and a summary.
-    pub fn lines(&self) -> String {
-        let mut out = format!("checking {} (sha256 {})\n", self.plugin, self.sha256);
-        for c in &self.checks {
-            out.push_str(&format!(
-                "{} {:<34} expected: {} | observed: {} ({:.1} ms)\n",
-                if c.passed { "PASS" } else { "FAIL" },
-                c.name,
-                c.expected,
-                c.observed,
-                c.ms
-            ));
-        }
-        if !self.imports.is_empty() {
-            out.push_str("imports, and what each is granted:\n");
-            for grant in &self.imports {
-                out.push_str(&format!(
-                    "  {:<44} {}\n",
-                    grant.import,
-                    grant.granted.unwrap_or("REFUSED: no plugin gets it")
-                ));
-            }
-        }
-        out.push_str(&format!("{} passed, {} failed\n", self.passed, self.failed));
-        out
-    }
 }
 
 struct Suite {
@@ -145,15 +123,15 @@ pub fn run_suite(
     let corpus = read_corpus(None)?;
     let index = CorpusIndex::open_or_build(&corpus, index_dir)?;
     let pool = CorpusPool::new(&index, 4)?;
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        memory_limit,
+    let mut options = RuntimeOptions {
         max_instances: 4,
         cache_dir: precompiled,
         pooling: false,
         call_deadline: Some(call_deadline),
-        observer: None,
-        memory_init: crate::MemoryInit::default(),
-    })?;
+        ..RuntimeOptions::default()
+    };
+    options.capabilities.limits = LimitsOptions { memory_limit };
+    let runtime = PluginRuntime::new(options)?;
     let mut suite = Suite {
         checks: Vec::new(),
         imports: Vec::new(),
@@ -271,8 +249,7 @@ fn check_contract(
         bytes.into(),
         sha256,
         &component,
-        config,
-        pool,
+        Provision::new(pool, config),
     );
     suite.record(
         "contract.world",
@@ -318,14 +295,10 @@ fn check_behaviour(plugin: &Arc<Plugin>, subset: Subset, suite: &mut Suite) {
         Subset::Full => (probes::QUESTIONS.len(), usize::MAX),
         Subset::Smoke => (2, 2),
     };
-    let mut peak_memory = 0usize;
-    let mut requested_memory = 0usize;
-    let mut requested_table = 0usize;
+    let mut used = Reports::default();
     let mut call = |question: &str, limit: u32| {
         let (result, stats) = plugin.retrieve_bounded(question, limit);
-        peak_memory = peak_memory.max(stats.peak_memory);
-        requested_memory = requested_memory.max(stats.requested_memory);
-        requested_table = requested_table.max(stats.requested_table_elements);
+        used.absorb(&stats.used);
         result
     };
     for (i, question) in probes::QUESTIONS.iter().take(questions).enumerate() {
@@ -404,28 +377,12 @@ fn check_behaviour(plugin: &Arc<Plugin>, subset: Subset, suite: &mut Suite) {
     }
     // No check of open corpus sessions: they live in the call's store, which the host drops
     // when the call ends, so a plugin cannot leak one and such a check could never fail.
-    let started = Instant::now();
-    let cap = plugin.memory_limit();
-    let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
-    // What the plugin asked for, granted or refused: a plugin that tries to grow past the cap
-    // fails here even when the refusal did not make a probe fail.
-    suite.record(
-        "hygiene.memory",
-        &format!(
-            "linear memory asked for ≤ {} MiB, tables ≤ {MAX_TABLE_ELEMENTS} elements",
-            cap >> 20
-        ),
-        started,
-        if requested_memory > cap {
-            Err(format!(
-                "asked for {:.1} MiB (granted at most {:.1} MiB)",
-                mib(requested_memory),
-                mib(peak_memory)
-            ))
-        } else if requested_table > MAX_TABLE_ELEMENTS {
-            Err(format!("asked for a table of {requested_table} elements"))
-        } else {
-            Ok(format!("peak {:.1} MiB", mib(peak_memory)))
-        },
-    );
+    // Each capability checks what it promises, over what every call above used.
+    for probe in plugin.probes(&used) {
+        let started = Instant::now();
+        suite.record(probe.name, &probe.expected, started, probe.outcome);
+        if suite.stopped() {
+            return;
+        }
+    }
 }

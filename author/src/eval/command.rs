@@ -8,7 +8,11 @@ use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use super::questions::{Question, read_questions};
 use super::report::{Answer, Latency, PluginReport, Report, text};
 use super::score::{Means, Scores};
-use crate::{Plugin, PluginRuntime, PluginSource, RuntimeOptions};
+use turnstile_host::cache::Cache;
+use turnstile_host::{
+    Plugin, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
+    parse_config_entry, plugin_config,
+};
 
 /// Flags of `turnstile eval`.
 #[derive(Debug, Clone, clap::Args)]
@@ -34,7 +38,7 @@ pub struct EvalArgs {
     pub json: bool,
 
     /// A `KEY=VALUE` setting for the plugins' `config` import (repeatable).
-    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = crate::parse_config_entry)]
+    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
     pub plugin_config: Vec<(String, String)>,
 
     /// Corpus JSON Lines file (default: the embedded corpus).
@@ -59,26 +63,23 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// The runtime plugins are evaluated on: one instance at a time, the serving defaults (64 MiB,
-/// no call deadline), with the precompiled cache in `precompiled` (`None`: compiled every time).
-pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, crate::PluginError> {
+/// The runtime plugins are evaluated on: one instance at a time, the serving defaults (the
+/// default memory cap, no call deadline), with the precompiled cache in `precompiled` (`None`: compiled every time).
+pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, PluginError> {
     PluginRuntime::new(RuntimeOptions {
-        memory_limit: 64 * 1024 * 1024,
         max_instances: 1,
         cache_dir: precompiled,
         pooling: false,
-        call_deadline: None,
-        observer: None,
-        memory_init: crate::MemoryInit::default(),
+        ..RuntimeOptions::default()
     })
 }
 
 /// Evaluates the plugin (and the `--compare` one) over the question file.
 pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let questions = read_questions(&args.questions)?;
-    let config = crate::plugin_config(args.plugin_config.iter().cloned())
+    let config = plugin_config(args.plugin_config.iter().cloned())
         .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
-    let cache = crate::cache::Cache::open(args.cache_dir.as_deref())?;
+    let cache = Cache::open(args.cache_dir.as_deref())?;
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
     let runtime = runtime(cache.plugins_dir())?;
@@ -92,7 +93,7 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let mut reports = Vec::new();
     for source in plugins {
         let pool = CorpusPool::new(&index, 4)?;
-        let plugin = Plugin::load(&runtime, &source, config.clone(), pool)
+        let plugin = Plugin::load(&runtime, &source, Provision::new(pool, config.clone()))
             .map_err(|e| anyhow::anyhow!("loading the plugin: {e}"))?;
         reports.push(evaluate_plugin(&plugin, &source, &questions, args.limit));
     }

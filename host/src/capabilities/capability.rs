@@ -1,0 +1,118 @@
+//! What a host capability is: one room that owns everything about one thing a plugin can reach —
+//! its settings for the whole runtime ([`Capability::Options`], with defaults), what one plugin
+//! is given ([`Capability::Grant`], decided once when the plugin is loaded), what one call holds
+//! ([`Capability::State`], in the call's store, dropped with it), its linker registration, what
+//! it reports after each call ([`Capability::Report`]) and its conformance probes.
+//!
+//! The host composes the list in `capabilities/mod.rs`; a capability sees only its own state
+//! (through a [`Room`]), the call's resource table and the call's facts, never another's.
+
+use std::sync::Arc;
+
+use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime_wasi::WasiView;
+
+use crate::error::PluginError;
+use crate::observe::Observer;
+use crate::provision::Provision;
+
+/// One host capability. See the module docs, and docs/PLUGINS.md ("Adding a capability").
+pub trait Capability: Sized + 'static {
+    /// The interfaces it serves, without version (`turnstile:retrieval/corpus`,
+    /// `wasi:http/outgoing-handler`), each with what it grants a plugin, in words: what the
+    /// contract check accepts and `turnstile check` lists.
+    const INTERFACES: &'static [(&'static str, &'static str)];
+
+    /// Its settings for the whole runtime (every plugin of the engine), with defaults.
+    type Options: Clone + Default + std::fmt::Debug + Send + Sync;
+    /// What one plugin is given: made once from the runtime's options and what the operator
+    /// provisioned the plugin with; shared by all its calls.
+    type Grant: Clone + Send + Sync;
+    /// What one call holds. It lives in the call's store and is dropped with it, whatever the
+    /// call did.
+    type State: Send;
+    /// What one call used, reported when it returns.
+    type Report: Report;
+
+    /// Adds its imports to the runtime's linker (once per engine); host functions reach this
+    /// capability's state through `room`.
+    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()>;
+
+    /// What a plugin provisioned with `given` is granted (refused with a typed error when the
+    /// provision asks for what the options cannot give).
+    fn grant(options: &Self::Options, given: &Provision) -> Result<Self::Grant, PluginError>;
+
+    /// A fresh state for one call.
+    fn state(options: &Self::Options, grant: &Self::Grant, call: &Call) -> Self::State;
+
+    /// Ends the call's use of the capability (after the guest returned or trapped): flushes what
+    /// it buffered, and says what the call used.
+    fn finish(state: &mut Self::State, call: &Call) -> Self::Report;
+
+    /// Its checks in `turnstile check` (and a swap's smoke checks): what it promises, checked
+    /// over what every probe call of the suite used (`used`, absorbed call after call).
+    fn probes(options: &Self::Options, grant: &Self::Grant, used: &Self::Report) -> Vec<Probe> {
+        let _ = (options, grant, used);
+        Vec::new()
+    }
+}
+
+/// What a capability reports after each call. `Default` is "nothing used".
+pub trait Report: Clone + Default + std::fmt::Debug + Send {
+    /// Takes in a later call's report (the conformance suite reports over all its calls: the
+    /// largest memory, the sum of what was dropped).
+    fn absorb(&mut self, later: &Self);
+}
+
+impl Report for () {
+    fn absorb(&mut self, _: &Self) {}
+}
+
+/// The facts of one call, the same for every capability.
+#[derive(Clone)]
+pub struct Call {
+    /// The plugin's name (log lines say which plugin wrote them).
+    pub plugin: Arc<str>,
+    /// The request the call serves (0 for conformance calls).
+    pub request_id: u64,
+    /// Told of what the call does, when measured.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+/// A capability's view of one call's store: its own state, the call's resource table (shared:
+/// a handle is an index into it) and the call's facts.
+pub struct Room<'a, C: Capability> {
+    /// The capability's state for this call.
+    pub state: &'a mut C::State,
+    /// The call's resource table.
+    pub table: &'a mut ResourceTable,
+    /// The call's facts.
+    pub call: &'a Call,
+}
+
+/// How host functions find a capability's [`Room`] in the store's data `T`.
+pub type RoomOf<T, C> = for<'a> fn(&'a mut T) -> Room<'a, C>;
+
+/// What a call's store holds, as capabilities see it: the composed host state (`HostState`),
+/// which is also WASI's view of the call (WASI's own bindings are linked against the store's
+/// data, not a room).
+pub trait StoreData: WasiView + Send + 'static {}
+
+/// The [`HasData`] of a capability's bindings: its host functions are implemented on
+/// [`Room`], so they can reach nothing but the capability's own state.
+pub struct InRoom<C>(std::marker::PhantomData<C>);
+
+impl<C: Capability> HasData for InRoom<C> {
+    type Data<'a> = Room<'a, C>;
+}
+
+/// One check a capability adds to the conformance suite.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// e.g. `hygiene.memory`, `outbound.denied`.
+    pub name: String,
+    /// What the capability promises.
+    pub expected: String,
+    /// What was seen: `Ok` passes, `Err` fails.
+    pub outcome: Result<String, String>,
+}

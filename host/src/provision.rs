@@ -1,0 +1,35 @@
+//! What the operator provisions one plugin with: the corpus it reads and its settings. Each
+//! capability makes its grant from it when the plugin is loaded; a request can change none of it.
+
+use std::sync::Arc;
+
+use turnstile_corpus::CorpusPool;
+
+use crate::plugin_config::PluginConfig;
+
+/// What one plugin is given, whatever capability reads it.
+#[derive(Clone)]
+pub struct Provision {
+    /// The corpus its sessions read (and the embedding model that indexed it).
+    pub corpus: CorpusPool,
+    /// Its settings, read through its `config` import.
+    pub config: Arc<PluginConfig>,
+}
+
+impl Provision {
+    /// A plugin reading `corpus`, with `config`.
+    pub fn new(corpus: CorpusPool, config: PluginConfig) -> Self {
+        Self {
+            corpus,
+            config: Arc::new(config),
+        }
+    }
+
+    /// The same, reading `corpus` instead (a corpus swap's candidate).
+    pub fn with_corpus(&self, corpus: CorpusPool) -> Self {
+        Self {
+            corpus,
+            config: Arc::clone(&self.config),
+        }
+    }
+}

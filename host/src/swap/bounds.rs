@@ -1,0 +1,11 @@
+//! How many swap candidates are checked at once: each costs a compile's (or a corpus's) CPU and
+//! memory, and no lock is held meanwhile, so the number is bounded instead.
+
+/// Candidates checked (compiled and smoke-checked) at once; one more is refused with
+/// [`super::SwapError::Busy`]. Each costs a compile's CPU and memory; no lock is held meanwhile.
+pub const MAX_CANDIDATES_CHECKED: usize = 2;
+
+/// Corpus candidates loaded and checked at once; one more is refused with
+/// [`super::CorpusSwapError::Busy`]. Each holds a whole corpus in memory (and may build its index), so
+/// one at a time.
+pub const MAX_CORPUS_CANDIDATES: usize = 1;
