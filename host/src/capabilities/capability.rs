@@ -35,8 +35,9 @@ pub trait Capability: Sized + 'static {
     type Report: Report;
 
     /// Adds its imports to the runtime's linker (once per engine); host functions reach this
-    /// capability's state through `room`.
-    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()>;
+    /// capability's state through the store's [`HasRoom::room`] (`T::room` is the getter
+    /// bindgen's `add_to_linker` takes).
+    fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()>;
 
     /// What a plugin provisioned with `given` is granted (refused with a typed error when the
     /// provision asks for what the options cannot give).
@@ -90,13 +91,13 @@ pub struct Room<'a, C: Capability> {
     pub call: &'a Call,
 }
 
-/// How host functions find a capability's [`Room`] in the store's data `T`.
-pub type RoomOf<T, C> = for<'a> fn(&'a mut T) -> Room<'a, C>;
-
-/// What a call's store holds, as capabilities see it: the composed host state (`HostState`),
-/// which is also WASI's view of the call (WASI's own bindings are linked against the store's
-/// data, not a room).
-pub trait StoreData: WasiView + Send + 'static {}
+/// What a call's store holds, as capability `C` sees it: the composed host state (`HostState`),
+/// which gives each capability its [`Room`] — and is also WASI's view of the call (WASI's own
+/// bindings are linked against the store's data, not a room).
+pub trait HasRoom<C: Capability>: WasiView + Send + 'static {
+    /// The capability's room in this call's store.
+    fn room(&mut self) -> Room<'_, C>;
+}
 
 /// The [`HasData`] of a capability's bindings: its host functions are implemented on
 /// [`Room`], so they can reach nothing but the capability's own state.

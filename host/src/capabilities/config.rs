@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use wasmtime::component::Linker;
 
-use super::capability::{Call, Capability, InRoom, Room, RoomOf, StoreData};
+use super::capability::{Call, Capability, HasRoom, InRoom, Room};
 use crate::bindings::turnstile::retrieval::config;
 use crate::error::PluginError;
 use crate::plugin_config::PluginConfig;
@@ -25,8 +25,8 @@ impl Capability for Config {
     type State = Arc<PluginConfig>;
     type Report = ();
 
-    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()> {
-        config::add_to_linker::<T, InRoom<Self>>(linker, room)
+    fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        config::add_to_linker::<T, InRoom<Self>>(linker, T::room)
     }
 
     fn grant(_: &(), given: &Provision) -> Result<Arc<PluginConfig>, PluginError> {

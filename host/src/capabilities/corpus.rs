@@ -7,7 +7,7 @@ use std::time::Instant;
 use turnstile_corpus::{CorpusError, CorpusPool, CorpusSession};
 use wasmtime::component::{Linker, Resource};
 
-use super::capability::{Call, Capability, InRoom, Room, RoomOf, StoreData};
+use super::capability::{Call, Capability, HasRoom, InRoom, Room};
 use crate::bindings::turnstile::retrieval::corpus;
 use crate::error::PluginError;
 use crate::observe::{HostCallKind, HostCallOutcome};
@@ -37,8 +37,8 @@ impl Capability for Corpus {
     type State = CorpusState;
     type Report = ();
 
-    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()> {
-        corpus::add_to_linker::<T, InRoom<Self>>(linker, room)
+    fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        corpus::add_to_linker::<T, InRoom<Self>>(linker, T::room)
     }
 
     fn grant(_: &(), given: &Provision) -> Result<CorpusPool, PluginError> {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use turnstile_corpus::CorpusPool;
 use wasmtime::component::Linker;
 
-use super::capability::{Call, Capability, InRoom, Room, RoomOf, StoreData};
+use super::capability::{Call, Capability, HasRoom, InRoom, Room};
 use crate::bindings::turnstile::retrieval::embeddings;
 use crate::error::PluginError;
 use crate::observe::{HostCallKind, HostCallOutcome};
@@ -32,8 +32,8 @@ impl Capability for Embeddings {
     type State = CorpusPool;
     type Report = ();
 
-    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()> {
-        embeddings::add_to_linker::<T, InRoom<Self>>(linker, room)
+    fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        embeddings::add_to_linker::<T, InRoom<Self>>(linker, T::room)
     }
 
     fn grant(_: &(), given: &Provision) -> Result<CorpusPool, PluginError> {

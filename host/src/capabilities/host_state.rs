@@ -10,7 +10,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
-use super::capability::{Call, Capability, Probe, Report, Room, StoreData};
+use super::capability::{Call, Capability, HasRoom, Probe, Report, Room};
 use super::config::Config;
 use super::corpus::Corpus;
 use super::embeddings::Embeddings;
@@ -90,18 +90,21 @@ macro_rules! capabilities {
             }
         }
 
-        /// Adds every capability's imports to `linker`.
-        pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-            $({
-                fn room(state: &mut HostState) -> Room<'_, $capability> {
+        $(
+            impl HasRoom<$capability> for HostState {
+                fn room(&mut self) -> Room<'_, $capability> {
                     Room {
-                        state: &mut state.$field,
-                        table: &mut state.table,
-                        call: &state.call,
+                        state: &mut self.$field,
+                        table: &mut self.table,
+                        call: &self.call,
                     }
                 }
-                <$capability>::link(linker, room)?;
-            })+
+            }
+        )+
+
+        /// Adds every capability's imports to `linker`.
+        pub(crate) fn link(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+            $(<$capability>::link(linker)?;)+
             Ok(())
         }
 
@@ -140,8 +143,6 @@ capabilities! {
     /// The plugin's own log messages.
     log: Log,
 }
-
-impl StoreData for HostState {}
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {

@@ -6,7 +6,7 @@
 use wasmtime::component::Linker;
 use wasmtime::{ResourceLimiter, StoreLimits};
 
-use super::capability::{Call, Capability, Probe, Report, RoomOf, StoreData};
+use super::capability::{Call, Capability, HasRoom, Probe, Report};
 use crate::error::PluginError;
 use crate::provision::Provision;
 
@@ -76,7 +76,7 @@ impl Capability for Limits {
     type State = MeteredLimits;
     type Report = MemoryReport;
 
-    fn link<T: StoreData>(_: &mut Linker<T>, _: RoomOf<T, Self>) -> wasmtime::Result<()> {
+    fn link<T: HasRoom<Self>>(_: &mut Linker<T>) -> wasmtime::Result<()> {
         // Nothing to import: the store enforces the limits (`HostState`'s limiter).
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 use wasmtime::component::Linker;
 
-use super::capability::{Call, Capability, InRoom, Report, Room, RoomOf, StoreData};
+use super::capability::{Call, Capability, HasRoom, InRoom, Report, Room};
 use crate::bindings::turnstile::retrieval::log;
 use crate::error::PluginError;
 use crate::output::{LogBudget, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOG_MESSAGE, sanitize};
@@ -40,8 +40,8 @@ impl Capability for Log {
     type State = LogBudget;
     type Report = LogReport;
 
-    fn link<T: StoreData>(linker: &mut Linker<T>, room: RoomOf<T, Self>) -> wasmtime::Result<()> {
-        log::add_to_linker::<T, InRoom<Self>>(linker, room)
+    fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        log::add_to_linker::<T, InRoom<Self>>(linker, T::room)
     }
 
     fn grant(_: &(), _: &Provision) -> Result<(), PluginError> {

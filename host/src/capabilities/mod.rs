@@ -13,7 +13,7 @@ mod limits;
 mod log;
 mod wasi;
 
-pub use capability::{Call, Capability, InRoom, Probe, Report, Room, RoomOf, StoreData};
+pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};
 pub use host_state::{CapabilityOptions, HostState, Reports, interfaces};

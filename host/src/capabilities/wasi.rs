@@ -13,7 +13,7 @@
 use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtx;
 
-use super::capability::{Call, Capability, Report, RoomOf, StoreData};
+use super::capability::{Call, Capability, HasRoom, Report};
 use crate::error::PluginError;
 use crate::output::{CapturedOutput, MAX_CAPTURED_OUTPUT, sanitize};
 use crate::provision::Provision;
@@ -114,7 +114,7 @@ impl Capability for Wasi {
     type State = WasiState;
     type Report = StdioReport;
 
-    fn link<T: StoreData>(linker: &mut Linker<T>, _room: RoomOf<T, Self>) -> wasmtime::Result<()> {
+    fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
         // WASI's bindings reach the context through the store's `WasiView`, not a room.
         wasmtime_wasi::p2::add_to_linker_sync(linker)
     }

@@ -169,7 +169,7 @@ pub async fn swap_plugin(
             smoke_checks_passed: swapped.smoke.len(),
         })),
         Err(error) => {
-            tracing::warn!(%error, "plugin swap refused; the current plugin keeps serving");
+            tracing::warn!(code = crate::swap_codes::plugin_swap_code(&error), %error, "plugin swap refused; the current plugin keeps serving");
             Err(ApiError::SwapFailed {
                 code: crate::swap_codes::plugin_swap_code(&error),
                 detail: error.to_string(),

@@ -122,7 +122,7 @@ pub async fn swap_corpus(
             smoke_checks_passed: swapped.smoke.len(),
         })),
         Err(error) => {
-            tracing::warn!(%error, "corpus swap refused; the current corpus keeps serving");
+            tracing::warn!(code = crate::swap_codes::corpus_swap_code(&error), %error, "corpus swap refused; the current corpus keeps serving");
             Err(ApiError::SwapFailed {
                 code: crate::swap_codes::corpus_swap_code(&error),
                 detail: sanitize(&error.to_string(), MAX_DETAIL_BYTES),

@@ -136,14 +136,20 @@ fn reload(swap: &HotSwap) {
             corpus_generation = swapped.generation.corpus.number,
             "corpus reload done"
         ),
-        Err(error) => {
-            tracing::error!(%error, "corpus reload refused; the current corpus keeps serving")
-        }
+        Err(error) => tracing::error!(
+            code = crate::swap_codes::corpus_swap_code(&error),
+            %error,
+            "corpus reload refused; the current corpus keeps serving"
+        ),
     }
     let source = swap.slot().current().source;
     tracing::info!(?source, "SIGHUP received; reloading the plugin");
     match swap.swap(source, Trigger::Reload, None) {
         Ok(swapped) => tracing::info!(generation = swapped.generation.number, "reload done"),
-        Err(error) => tracing::error!(%error, "reload refused; the current plugin keeps serving"),
+        Err(error) => tracing::error!(
+            code = crate::swap_codes::plugin_swap_code(&error),
+            %error,
+            "reload refused; the current plugin keeps serving"
+        ),
     }
 }

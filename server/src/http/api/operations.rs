@@ -134,7 +134,7 @@ pub struct StateBody {
     pub global: Option<GlobalStatus>,
 }
 
-/// How plugin instances get their memory.
+/// How instances get their memory.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[schema(as = Allocator)]
