@@ -89,10 +89,11 @@ pub enum Incompatibility {
     /// Imports an interface of the contract's package that the contract does not define.
     #[error("it imports `{0}`, which the contract does not define")]
     UndefinedInterface(String),
-    /// Imports what no plugin gets: outside WASI 0.2 and the contract (`wasi:http`, …).
+    /// Imports what no plugin gets: outside WASI 0.2 and the contract (another package, another
+    /// version).
     #[error(
-        "it imports {}, which {} outside the plugin contract and WASI 0.2 (plugins get no network, \
-         filesystem access or other host capabilities)",
+        "it imports {}, which {} outside the plugin contract and WASI 0.2 (plugins get no \
+         filesystem, no other host capability, and the network only where the operator grants it)",
         .0.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", "),
         if .0.len() == 1 { "is" } else { "are" }
     )]

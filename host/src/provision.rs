@@ -1,10 +1,12 @@
-//! What the operator provisions one plugin with: the corpus it reads and its settings. Each
+//! What the operator provisions one plugin with: the corpus it reads, its settings and the
+//! origins it may reach. Each
 //! capability makes its grant from it when the plugin is loaded; a request can change none of it.
 
 use std::sync::Arc;
 
 use turnstile_corpus::CorpusPool;
 
+use crate::capabilities::outbound::Origins;
 use crate::plugin_config::PluginConfig;
 
 /// What one plugin is given, whatever capability reads it.
@@ -14,6 +16,8 @@ pub struct Provision {
     pub corpus: CorpusPool,
     /// Its settings, read through its `config` import.
     pub config: Arc<PluginConfig>,
+    /// The origins its outbound HTTP may reach (none by default).
+    pub outbound: Origins,
 }
 
 impl Provision {
@@ -22,7 +26,14 @@ impl Provision {
         Self {
             corpus,
             config: Arc::new(config),
+            outbound: Origins::none(),
         }
+    }
+
+    /// The same, granted `origins` for outbound HTTP.
+    pub fn with_outbound(mut self, origins: Origins) -> Self {
+        self.outbound = origins;
+        self
     }
 
     /// The same, reading `corpus` instead (a corpus swap's candidate).
@@ -30,6 +41,7 @@ impl Provision {
         Self {
             corpus,
             config: Arc::clone(&self.config),
+            outbound: self.outbound.clone(),
         }
     }
 }

@@ -16,6 +16,7 @@ use super::corpus::Corpus;
 use super::embeddings::Embeddings;
 use super::limits::{Limits, MAX_RESOURCES};
 use super::log::Log;
+use super::outbound::Outbound;
 use super::wasi::Wasi;
 use crate::error::PluginError;
 use crate::provision::Provision;
@@ -142,6 +143,8 @@ capabilities! {
     config: Config,
     /// The plugin's own log messages.
     log: Log,
+    /// HTTP to the origins the operator granted.
+    outbound: Outbound,
 }
 
 impl WasiView for HostState {

@@ -1,8 +1,8 @@
 //! What a plugin instance can reach, one room per capability (as Spin's factors are laid out):
 //! each owns its settings, its grant to a plugin, its per-call state, its linker registration,
-//! its report and its conformance probes ([`Capability`]); [`host_state`] lists them and composes
+//! its report and its conformance probes ([`Capability`]); `host_state.rs` lists them and composes
 //! the store's state. WASI grants nothing; the contract's interfaces are corpus, embeddings,
-//! config and log.
+//! config and log; [`outbound`] is HTTP to the origins the operator granted.
 
 mod capability;
 mod config;
@@ -11,6 +11,7 @@ mod embeddings;
 mod host_state;
 mod limits;
 mod log;
+pub mod outbound;
 mod wasi;
 
 pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};

@@ -8,7 +8,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::probes;
-use crate::capabilities::{LimitsOptions, Reports};
+use crate::capabilities::{CapabilityOptions, LimitsOptions, Reports};
 use crate::{
     Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
     Source, contract,
@@ -20,6 +20,14 @@ use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 /// plugin (the default plugin answers in a few milliseconds), short enough that a hung
 /// candidate is refused quickly.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(2);
+
+/// The capabilities' settings for conformance work, from serving's: outbound HTTP denies every
+/// request (a check or a swap's smoke checks send nothing to a backend — a model call costs
+/// money and time; the grants are listed, and the denial of what no grant covers is proven).
+pub fn capabilities(mut serving: CapabilityOptions) -> CapabilityOptions {
+    serving.outbound.deny_all = true;
+    serving
+}
 
 /// How much of the suite to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +139,7 @@ pub fn run_suite(
         ..RuntimeOptions::default()
     };
     options.capabilities.limits = LimitsOptions { memory_limit };
+    options.capabilities = capabilities(options.capabilities);
     let runtime = PluginRuntime::new(options)?;
     let mut suite = Suite {
         checks: Vec::new(),

@@ -204,13 +204,11 @@ mod tests {
         let error = check("outside", &component, &engine)
             .unwrap_err()
             .to_string();
-        for import in [
-            "`wasi:http/outgoing-handler@0.2.0`",
-            "`wasi:io/streams@0.3.0`",
-            "`example:secrets/vault@1.0.0`",
-        ] {
+        for import in ["`wasi:io/streams@0.3.0`", "`example:secrets/vault@1.0.0`"] {
             assert!(error.contains(import), "{import}: {error}");
         }
+        // Outbound HTTP is a capability (granted nothing unless the operator grants origins).
+        assert!(!error.contains("wasi:http"), "{error}");
         assert!(
             error.contains("outside the plugin contract and WASI 0.2"),
             "{error}"
@@ -220,7 +218,7 @@ mod tests {
             .filter(|g| g.granted.is_none())
             .map(|g| g.import)
             .collect();
-        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert_eq!(refused.len(), 2, "{refused:?}");
     }
 
     /// The imports read from the binary, before any compile, are the compiled component's, and
@@ -238,10 +236,7 @@ mod tests {
         }
         let outside = std::fs::read(turnstile_fixtures::OUTSIDE).unwrap();
         let error = check_bytes("outside", &outside).unwrap_err().to_string();
-        assert!(
-            error.contains("`wasi:http/outgoing-handler@0.2.0`"),
-            "{error}"
-        );
+        assert!(error.contains("`example:secrets/vault@1.0.0`"), "{error}");
         assert!(
             check_bytes(
                 "escape",
@@ -278,7 +273,7 @@ mod tests {
         }
     }
 
-    /// Every WASI interface a capability grants is one the linker provides: the language runtimes'
+    /// Every WASI interface a capability grants (wasi:http's included) is one the linker provides: the language runtimes'
     /// probes (CPython at WASI 0.2.9, StarlingMonkey at 0.2.12, Rust's std) import all but two
     /// of them, and link; the two random ones are linked by a component that calls them.
     #[test]
@@ -298,6 +293,7 @@ mod tests {
         for path in [
             turnstile_fixtures::ESCAPE_PY,
             turnstile_fixtures::ESCAPE_JS,
+            turnstile_fixtures::ESCAPE_JS_HTTP,
             turnstile_fixtures::ESCAPE,
         ] {
             let bytes = std::fs::read(path).unwrap();

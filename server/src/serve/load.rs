@@ -66,7 +66,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         call_deadline: Some(turnstile_host::conformance::CALL_DEADLINE),
         observer: None,
         memory_init: args.plugin_memory_init,
-        capabilities,
+        capabilities: turnstile_host::conformance::capabilities(capabilities),
     };
     let source = args.plugin_source();
     let plugin = Plugin::load(

@@ -1,0 +1,154 @@
+//! Where a granted name may lead: its resolved addresses are checked at every connect, so a name
+//! that resolves (or is rebound) to a loopback, private or link-local address — the cloud
+//! metadata address `169.254.169.254` among them — is refused unless the operator granted that
+//! very name ([`super::origins::OriginGrant::is_literal`]). The check is in the resolver the
+//! connection pool uses, so no connect can skip it.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use hyper_util::client::legacy::connect::dns::Name;
+
+/// Whether `ip` is an address on the public internet: not loopback, private, link-local
+/// (metadata services live there), shared (CGNAT), unspecified, broadcast, multicast,
+/// documentation or reserved — for IPv6 also unique-local, and IPv4-mapped addresses judged as
+/// their IPv4 address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public_v4(v4),
+            None => is_public_v6(v6),
+        },
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (18..20).contains(&b))
+        || a >= 240)
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
+        || (first == 0x0064 && ip.segments()[1] == 0xff9b))
+}
+
+/// The error a connect gets when every address of a name is one its grant does not cover.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{host} resolves only to addresses its grant does not cover (loopback, private, link-local)"
+)]
+pub struct AddressRefused {
+    /// The name.
+    pub host: String,
+}
+
+/// Resolves names for the connection pool, keeping only the addresses a grant covers: every
+/// address of a name granted literally, only public ones otherwise.
+#[derive(Clone)]
+pub struct GuardedResolver {
+    literal: Arc<HashSet<String>>,
+}
+
+impl GuardedResolver {
+    /// A resolver for a plugin whose literal grants name `literal`.
+    pub fn new<'a>(literal: impl IntoIterator<Item = &'a str>) -> Self {
+        Self {
+            literal: Arc::new(literal.into_iter().map(str::to_owned).collect()),
+        }
+    }
+}
+
+type Resolving =
+    Pin<Box<dyn Future<Output = std::io::Result<std::vec::IntoIter<SocketAddr>>> + Send>>;
+
+impl tower_service::Service<Name> for GuardedResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future = Resolving;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let literal = Arc::clone(&self.literal);
+        Box::pin(async move {
+            let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+            let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let any = literal.contains(&host);
+            let kept: Vec<SocketAddr> = found.filter(|a| any || is_public(a.ip())).collect();
+            if kept.is_empty() {
+                return Err(std::io::Error::other(AddressRefused { host }));
+            }
+            Ok(kept.into_iter())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_public() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_to_loopback_is_refused_unless_granted_literally() {
+        use tower_service::Service;
+        let name: Name = "localhost".parse().unwrap();
+        let mut guarded = GuardedResolver::new([]);
+        let refused = guarded.call(name.clone()).await.unwrap_err();
+        assert!(
+            refused.get_ref().is_some_and(|e| e.is::<AddressRefused>()),
+            "{refused}"
+        );
+        let mut literal = GuardedResolver::new(["localhost"]);
+        let addrs: Vec<SocketAddr> = literal.call(name).await.unwrap().collect();
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()) && !addrs.is_empty());
+    }
+}

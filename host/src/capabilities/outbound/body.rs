@@ -1,0 +1,164 @@
+//! The two bodies of an outbound request, bounded whatever the guest or the upstream does: the
+//! request body stops at its cap ([`CappedRequest`]); the response body stops at its cap, and
+//! at the between-bytes timeout when a frame is late ([`MeteredResponse`]), counts what it
+//! read, holds the request's connection permit until it ends, and reports the request once.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime_wasi_http::{Error, WasiBody};
+
+use super::report::Finish;
+use crate::observe::OutboundOutcome;
+
+/// The guest's request body, cut off with `HttpRequestBodySize` past `cap` bytes.
+pub struct CappedRequest {
+    inner: WasiBody,
+    sent: u64,
+    cap: u64,
+    finish: Finish,
+}
+
+impl CappedRequest {
+    /// The guest's `body`, at most `cap` bytes, its size told to `finish`.
+    pub fn new(inner: WasiBody, cap: u64, finish: Finish) -> Self {
+        Self {
+            inner,
+            sent: 0,
+            cap,
+            finish,
+        }
+    }
+}
+
+impl Body for CappedRequest {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        if let Some(Ok(frame)) = &frame
+            && let Some(data) = frame.data_ref()
+        {
+            self.sent += data.len() as u64;
+            self.finish.add_bytes_out(data.len() as u64);
+            if self.sent > self.cap {
+                self.finish.set_outcome(OutboundOutcome::TooLarge);
+                return Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(self.cap)))));
+            }
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// An upstream's response body as the guest reads it: at most `cap` bytes, no frame later than
+/// `between_bytes` after the one before.
+pub struct MeteredResponse {
+    inner: hyper::body::Incoming,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    between_bytes: Duration,
+    read: u64,
+    cap: u64,
+    /// The request's connection permit: given back when the body ends or is dropped.
+    _permit: Option<OwnedSemaphorePermit>,
+    finish: Finish,
+}
+
+impl MeteredResponse {
+    /// Meters `inner`; `finish` is told how it ends (once: at its end, its error, or its drop).
+    pub fn new(
+        inner: hyper::body::Incoming,
+        between_bytes: Duration,
+        cap: u64,
+        permit: Option<OwnedSemaphorePermit>,
+        finish: Finish,
+    ) -> Self {
+        Self {
+            inner,
+            timer: Box::pin(tokio::time::sleep(between_bytes)),
+            between_bytes,
+            read: 0,
+            cap,
+            _permit: permit,
+            finish,
+        }
+    }
+
+    fn fail(
+        &mut self,
+        outcome: OutboundOutcome,
+        error: Error,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        self.finish.set_outcome(outcome);
+        self.finish.end();
+        Poll::Ready(Some(Err(error)))
+    }
+}
+
+impl Body for MeteredResponse {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(None) => {
+                this.finish.end();
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Err(e))) => {
+                let outcome = if e.is_timeout() {
+                    OutboundOutcome::Timeout
+                } else {
+                    OutboundOutcome::Error
+                };
+                this.fail(outcome, Error::Hyper(e))
+            }
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.read += data.len() as u64;
+                    this.finish.add_bytes_in(data.len() as u64);
+                    if this.read > this.cap {
+                        return this.fail(
+                            OutboundOutcome::TooLarge,
+                            Error::HttpResponseBodySize(Some(this.cap)),
+                        );
+                    }
+                }
+                let next = tokio::time::Instant::now() + this.between_bytes;
+                this.timer.as_mut().reset(next);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Pending => {
+                ready!(this.timer.as_mut().poll(cx));
+                this.fail(OutboundOutcome::Timeout, Error::ConnectionReadTimeout)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,270 @@
+//! Where every outbound request of a call passes: `wasi:http`'s `send_request` hook. A request
+//! no grant covers is refused with `HTTP-request-denied` before anything is sent (logged with
+//! the plugin, the origin and the reason, and counted), as is one past the call's request
+//! bound. A covered request is sent through the plugin's pooled client under the host's
+//! bounds — a guest may ask for shorter timeouts, never longer ones — and its response is
+//! metered as the guest reads it. Redirects are answered to the guest as they are, never
+//! followed; the origin is the request's URI (the `Host` header is forbidden to guests).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::uri::Scheme as UriScheme;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::body::{CappedRequest, MeteredResponse};
+use super::grant::OutboundGrant;
+use super::options::OutboundOptions;
+use super::origins::{RequestHost, Scheme};
+use super::report::{Reporter, SignalKind, UpstreamSignal, retry_after};
+use crate::observe::OutboundOutcome;
+
+/// The label of a request no grant covers.
+pub const DENIED: &str = "(denied)";
+
+/// What `send_request` answers.
+type Sent = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), Error>> + Send>,
+                ),
+                Error,
+            >,
+        > + Send,
+>;
+
+/// One call's outbound policy and tally.
+pub struct OutboundHooks {
+    pub(super) grant: Arc<OutboundGrant>,
+    pub(super) options: OutboundOptions,
+    pub(super) reporter: Reporter,
+    /// Requests asked for in this call, sent or not.
+    pub(super) asked: u32,
+}
+
+/// A request the policy lets through: where it goes and under which grant.
+struct Admitted {
+    /// `scheme://host:port`, for the per-origin bound.
+    origin: String,
+    /// The grant, as written: the request's label.
+    label: String,
+}
+
+impl OutboundHooks {
+    /// The policy: a covering grant, and room in the call's bound.
+    fn admit(
+        &mut self,
+        uri: &http::Uri,
+    ) -> Result<Admitted, (String, OutboundOutcome, &'static str)> {
+        let shown = crate::output::sanitize(&origin_of(uri), 256);
+        self.asked += 1;
+        if self.options.deny_all {
+            return Err((
+                shown,
+                OutboundOutcome::Denied,
+                "conformance work sends nothing",
+            ));
+        }
+        if self.asked > self.options.max_requests_per_call {
+            return Err((
+                shown,
+                OutboundOutcome::Denied,
+                "over the per-call request bound",
+            ));
+        }
+        let scheme = uri.scheme_str().and_then(Scheme::of);
+        let host = uri.host().and_then(RequestHost::parse);
+        let (Some(scheme), Some(host)) = (scheme, host) else {
+            return Err((
+                shown,
+                OutboundOutcome::Denied,
+                "not an http or https URI with a host",
+            ));
+        };
+        let port = uri.port_u16().unwrap_or(match scheme {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        });
+        match self.grant.origins.covering(scheme, &host, port) {
+            Some(grant) if self.grant.client.is_some() => Ok(Admitted {
+                origin: shown,
+                label: grant.as_str().to_owned(),
+            }),
+            _ => Err((
+                shown,
+                OutboundOutcome::Denied,
+                "no grant covers this origin",
+            )),
+        }
+    }
+}
+
+/// `scheme://authority` of a URI, for logs.
+fn origin_of(uri: &http::Uri) -> String {
+    format!(
+        "{}://{}",
+        uri.scheme_str().unwrap_or(""),
+        uri.authority().map_or("", |a| a.as_str())
+    )
+}
+
+/// The shorter of the guest's and the host's bound.
+fn at_most(guest: Option<Duration>, host: Duration) -> Duration {
+    guest.map_or(host, |g| g.min(host))
+}
+
+impl WasiHttpHooks for OutboundHooks {
+    fn is_supported_scheme(&mut self, scheme: &UriScheme) -> bool {
+        *scheme == UriScheme::HTTP || *scheme == UriScheme::HTTPS
+    }
+
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        guest: Option<RequestOptions>,
+        _response_error: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> Sent {
+        let admitted = match self.admit(request.uri()) {
+            Ok(admitted) => admitted,
+            Err((origin, outcome, reason)) => {
+                self.reporter.refused(&origin, DENIED, outcome, reason);
+                return Box::new(async { Err(Error::HttpRequestDenied) });
+            }
+        };
+        let options = self.options;
+        let connect = at_most(
+            guest.and_then(|o| o.connect_timeout),
+            options.connect_timeout,
+        );
+        let first_byte = at_most(
+            guest.and_then(|o| o.first_byte_timeout),
+            options.first_byte_timeout,
+        );
+        let between_bytes = at_most(
+            guest.and_then(|o| o.between_bytes_timeout),
+            options.between_bytes_timeout,
+        );
+        let Some(client) = self.grant.client.clone() else {
+            return Box::new(async { Err(Error::HttpRequestDenied) });
+        };
+        let reporter = self.reporter.clone();
+        Box::new(async move {
+            if let Some(length) = request
+                .headers()
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                && length > options.max_request_bytes
+            {
+                reporter.refused(
+                    &admitted.origin,
+                    &admitted.label,
+                    OutboundOutcome::TooLarge,
+                    "request body over its cap",
+                );
+                return Err(Error::HttpRequestBodySize(Some(options.max_request_bytes)));
+            }
+            let slots = client.origin_slots(&admitted.origin);
+            let permit = match tokio::time::timeout(connect, slots.acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                _ => {
+                    reporter.refused(
+                        &admitted.origin,
+                        &admitted.label,
+                        OutboundOutcome::Denied,
+                        "the origin's connection bound is reached",
+                    );
+                    return Err(Error::ConnectionLimitReached);
+                }
+            };
+            let finish = reporter.start(&admitted.label);
+            let request = request
+                .map(|body| CappedRequest::new(body, options.max_request_bytes, finish.clone()));
+            let sent =
+                tokio::time::timeout(connect + first_byte, client.client.request(request)).await;
+            let response = match sent {
+                Err(_) => {
+                    finish.set_outcome(OutboundOutcome::Timeout);
+                    finish.end();
+                    return Err(Error::ConnectionReadTimeout);
+                }
+                Ok(Err(e)) => {
+                    let (outcome, error) = classify(&e);
+                    finish.set_outcome(outcome);
+                    finish.end();
+                    if outcome == OutboundOutcome::AddressRefused {
+                        tracing::warn!(
+                            plugin = &*reporter.plugin,
+                            request_id = reporter.request_id,
+                            origin = admitted.origin,
+                            reason = "resolves only to addresses the grant does not cover",
+                            "outbound request refused"
+                        );
+                    }
+                    return Err(error);
+                }
+                Ok(Ok(response)) => response,
+            };
+            let status = response.status().as_u16();
+            finish.set_outcome(OutboundOutcome::of_status(status));
+            let kind = match status {
+                429 => Some(SignalKind::RateLimited),
+                503 => Some(SignalKind::Unavailable),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                finish.signal(UpstreamSignal {
+                    kind,
+                    retry_after: retry_after(response.headers().get(http::header::RETRY_AFTER)),
+                });
+            }
+            let response = response.map(|body| {
+                http_body_util::BodyExt::boxed_unsync(MeteredResponse::new(
+                    body,
+                    between_bytes,
+                    options.max_response_bytes,
+                    Some(permit),
+                    finish,
+                ))
+            });
+            let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async { Ok(()) });
+            Ok((response, io))
+        })
+    }
+}
+
+/// What a failed request was, and the error the guest gets.
+fn classify(error: &hyper_util::client::legacy::Error) -> (OutboundOutcome, Error) {
+    use std::error::Error as _;
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        if let Some(body) = e.downcast_ref::<Error>()
+            && matches!(body, Error::HttpRequestBodySize(_))
+        {
+            return (OutboundOutcome::TooLarge, Error::HttpRequestBodySize(None));
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            // An io::Error's `source` skips the error it wraps: look at it here.
+            if io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<super::address::AddressRefused>())
+            {
+                return (
+                    OutboundOutcome::AddressRefused,
+                    Error::DestinationIpProhibited,
+                );
+            }
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return (OutboundOutcome::Timeout, Error::ConnectionTimeout);
+            }
+        }
+        cause = e.source();
+    }
+    if error.is_connect() {
+        (OutboundOutcome::Error, Error::ConnectionRefused)
+    } else {
+        (OutboundOutcome::Error, Error::HttpProtocolError)
+    }
+}

@@ -1,0 +1,28 @@
+//! The `outbound` capability: HTTP for plugins through `wasi:http/outgoing-handler` (WASI 0.2),
+//! denied unless the operator granted the origin. One room, in parts: the grants
+//! ([`origins`]), where their names may lead ([`address`]), the bounds ([`options`]), the
+//! plugin's pooled client ([`client`]), the policy every request passes ([`hooks`]) with its
+//! bounded bodies ([`body`]), what a call's requests did ([`report`]), the capability's wiring
+//! ([`http`]) and `check`'s proof of a denial ([`probe`]).
+
+mod address;
+mod body;
+mod client;
+mod grant;
+mod hooks;
+mod http;
+mod options;
+mod origins;
+mod probe;
+mod report;
+
+pub use address::{AddressRefused, is_public};
+pub use grant::OutboundGrant;
+pub use http::{Outbound, OutboundState};
+pub use options::{
+    DEFAULT_BETWEEN_BYTES_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS_PER_ORIGIN, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_REQUESTS_PER_CALL,
+    DEFAULT_MAX_RESPONSE_BYTES, OutboundOptions,
+};
+pub use origins::{MAX_GRANTED_ORIGINS, OriginError, OriginGrant, Origins};
+pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport, SignalKind, UpstreamSignal};
