@@ -20,7 +20,7 @@ use crate::layered::CONFIG;
 pub const PREFIX: &str = "TURNSTILE_";
 
 /// Variables with the prefix that are no command's settings, with what reads them: never reported
-/// as unknown. Keep in step with README.md ("Where settings come from").
+/// as unknown. Keep in step with README.md ("Where every command's settings come from").
 pub const NOT_SETTINGS: &[(&str, &str)] = &[
     (
         "TURNSTILE_PERFMAP",
