@@ -1,24 +1,26 @@
 //! `serve`'s settings from a file, the environment and flags, in that rising order; every problem
-//! of every layer reported at once, unknown keys with their line; `turnstile config check`; the
-//! example file covers every flag.
+//! of every layer reported at once, in order, unknown keys with their line; `turnstile config
+//! check`; the example file covers every flag. (The other commands' settings come the same way:
+//! `settings.rs`; the machinery's own tests are in `config/`.)
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 use turnstile_server::serve::MaxActive::Fixed;
+use turnstile_server::serve::ServeArgs;
 
-use turnstile_server::serve::{Origin, Problem, ResolveError, resolve};
+use turnstile_config::{Env, Origin, Problem, ResolveError};
 
 fn argv(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
 }
 
-fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-    let vars: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    move |name| vars.get(name).map(OsString::from)
+fn env_of(vars: &[(&str, &str)]) -> Env {
+    Env::new(vars.iter().copied())
+}
+
+/// `serve`'s settings from `argv`, `env` and the file `--config` names.
+fn resolve(argv: Vec<OsString>, env: &Env) -> Result<ServeArgs, ResolveError> {
+    turnstile_config::resolve::<ServeArgs>(argv, env, &|path| std::fs::read_to_string(path))
 }
 
 fn write(dir: &Path, text: &str) -> String {
@@ -111,20 +113,26 @@ fn bad_files_are_refused_naming_the_key_and_line() {
         resolve(argv(&["--config", &file]), &none),
         Err(ResolveError::Syntax { line: 1, .. })
     ));
-    // A value out of its flag's bounds is refused by the flag's own parser, naming it.
+    // A value out of its flag's bounds is refused by the flag's own parser, naming its key
+    // and line once.
     let file = write(dir.path(), "memory-limit-mib = 0\n");
     let error = resolve(argv(&["--config", &file]), &none)
         .unwrap_err()
         .to_string();
-    assert!(error.contains("--memory-limit-mib"), "{error}");
-    // From the environment too.
+    assert_eq!(
+        error,
+        format!("{file}:1: memory-limit-mib: invalid value '0': 0 is not in 1..=4096")
+    );
+    // From the environment too, named by its variable.
     let bad_env = env_of(&[("TURNSTILE_DRAIN_MS", "forever")]);
     let error = resolve(argv(&[]), &bad_env).unwrap_err().to_string();
-    assert!(error.contains("--drain-ms"), "{error}");
-    assert!(error.contains("TURNSTILE_DRAIN_MS"), "{error}");
+    assert_eq!(
+        error,
+        "TURNSTILE_DRAIN_MS: invalid value 'forever': invalid digit found in string"
+    );
 }
 
-fn refused(resolved: Result<turnstile_server::serve::ServeArgs, ResolveError>) -> Vec<Problem> {
+fn refused(resolved: Result<ServeArgs, ResolveError>) -> Vec<Problem> {
     match resolved {
         Err(ResolveError::Settings(problems)) => problems,
         other => panic!("expected refused settings, got {other:?}"),
@@ -153,25 +161,32 @@ fn every_problem_is_reported_at_once_with_its_origin() {
     );
     let env = env_of(&[("TURNSTILE_DRAIN_MS", "forever")]);
     let problems = refused(resolve(
-        argv(&["--config", &file, "--max-subscribers", "0"]),
+        argv(&[
+            "--max-subscribers",
+            "0",
+            "--config",
+            &file,
+            "--max-active",
+            "x",
+        ]),
         &env,
     ));
-    let mut seen: Vec<String> = problems
+    // In order: the file's by line, then the environment's, then the flags as typed.
+    let seen: Vec<String> = problems
         .iter()
         .map(|p| format!("{} {}", p.origin, p.flag))
         .collect();
-    seen.sort();
-    let mut expected = vec![
-        format!("{file}: line 1 max-actve"),
-        format!("{file}: line 2 memory-limit-mib"),
-        format!("{file}: line 3 wait-m"),
+    let expected = vec![
+        format!("{file}:1 max-actve"),
+        format!("{file}:2 memory-limit-mib"),
+        format!("{file}:3 wait-m"),
         "environment TURNSTILE_DRAIN_MS drain-ms".to_owned(),
         "command line max-subscribers".to_owned(),
+        "command line max-active".to_owned(),
     ];
-    expected.sort();
     assert_eq!(seen, expected, "{problems:#?}");
     // Once each value is within its bounds, the checks across settings report every problem
-    // too, naming where the value that breaks them came from.
+    // too, naming where the value that breaks them came from, in line order.
     // 65 settings for the plugin: each is fine, together they are one too many.
     let entries: Vec<String> = (0..65).map(|i| format!("k{i} = \"v\"")).collect();
     let file = write(
@@ -185,7 +200,7 @@ fn every_problem_is_reported_at_once_with_its_origin() {
     let flags: Vec<&str> = problems.iter().map(|p| p.flag.as_str()).collect();
     assert_eq!(
         flags,
-        ["max-active", "plugin-config", "redis-url"],
+        ["max-active", "redis-url", "plugin-config"],
         "{problems:#?}"
     );
     assert!(
@@ -217,13 +232,17 @@ fn config_check_validates_without_starting() {
     let (ok, text) = config_check(&unknown);
     assert!(!ok);
     assert!(
-        text.contains("line 3") && text.contains("listen-on"),
+        text.contains(":3: listen-on: unknown key")
+            && text.contains("similar key exists: 'listen'"),
         "{text}"
     );
     let out_of_range = write(dir.path(), "max-waiting = 100001\n");
     let (ok, text) = config_check(&out_of_range);
     assert!(!ok);
-    assert!(text.contains("--max-waiting"), "{text}");
+    assert!(
+        text.contains(":1: max-waiting: must be 0..=100000, got 100001"),
+        "{text}"
+    );
 }
 
 /// `docs/turnstile.example.toml` is valid and names every `serve` flag.
@@ -236,9 +255,7 @@ fn the_example_file_is_valid_and_documents_every_flag() {
     let (ok, text) = config_check(example);
     assert!(ok, "{text}");
     let content = std::fs::read_to_string(example).unwrap();
-    let command = <turnstile_server::serve::ServeArgs as clap::Args>::augment_args(
-        clap::Command::new("serve"),
-    );
+    let command = turnstile_config::command::<ServeArgs>();
     for arg in command.get_arguments() {
         let Some(long) = arg.get_long() else { continue };
         if long == "config" {
@@ -317,9 +334,8 @@ fn the_readme_flags_table_and_the_help_state_the_bounds_serve_enforces() {
         .split("\n## ")
         .next()
         .unwrap();
-    let command = <turnstile_server::serve::ServeArgs as clap::Args>::augment_args(
-        clap::Command::new("serve"),
-    );
+    // The command as it is parsed: its flags and `--config`.
+    let command = turnstile_config::command::<ServeArgs>();
     let mut rows = std::collections::BTreeMap::new();
     for line in table.lines().filter(|l| l.starts_with("| `--")) {
         let line = line.replace("\\|", "/");

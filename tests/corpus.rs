@@ -195,9 +195,10 @@ fn what_cannot_be_built_is_refused_and_the_old_file_kept() {
         "--overlap",
         "150",
     ]);
-    assert_eq!(code, 1, "{stderr}");
+    // A check across settings, reported with the settings' other problems (status 2).
+    assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("--overlap 150 is over half of --max-chars 200"),
+        stderr.contains("--overlap: 150 is over half of --max-chars (200)"),
         "{stderr}"
     );
 

@@ -28,5 +28,6 @@ mod live;
 mod load;
 mod logging;
 mod metrics;
+mod settings;
 mod swap;
 mod valid_input;

@@ -49,6 +49,19 @@ pub struct BuildArgs {
     pub text_column: String,
 }
 
+impl BuildArgs {
+    /// What is wrong with `--overlap` beside `--max-chars`, if anything (each flag's own bounds
+    /// are its parser's): the check across settings, said without the flag's name.
+    pub fn overlap_problem(&self) -> Option<String> {
+        (self.overlap > self.max_chars / 2).then(|| {
+            format!(
+                "{} is over half of --max-chars ({})",
+                self.overlap, self.max_chars
+            )
+        })
+    }
+}
+
 /// Why a build stopped (the output file is left as it was).
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -151,11 +164,8 @@ struct Line<'a> {
 /// Builds the corpus `args.out` from `args.sources`; `progress` shows a bar on a terminal for
 /// large inputs.
 pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
-    if args.overlap > args.max_chars / 2 {
-        return Err(BuildError::Settings(format!(
-            "--overlap {} is over half of --max-chars {}",
-            args.overlap, args.max_chars
-        )));
+    if let Some(problem) = args.overlap_problem() {
+        return Err(BuildError::Settings(format!("--overlap: {problem}")));
     }
     let cut = Cut {
         max_chars: args.max_chars,

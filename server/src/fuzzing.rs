@@ -15,7 +15,8 @@ use crate::http::RetrieveRequest;
 use crate::http::admin::SwapOrder;
 use crate::http::corpus_swap::CorpusSwapOrder;
 use crate::http::error::MAX_QUOTED_BYTES;
-use crate::serve::{Origin, ResolveError};
+use crate::serve::ServeArgs;
+use turnstile_config::{Env, Origin, ResolveError};
 
 /// Longest human message a refused body may get: what the server says plus at most
 /// [`MAX_QUOTED_BYTES`] of the body, escaped (an escaped control character takes up to 10 bytes).
@@ -89,7 +90,7 @@ pub fn config_file(data: &[u8]) {
     let lines = text.lines().count().max(1);
     let read = |_: &Path| Ok(text.clone());
     let argv = [OsString::from("--config"), OsString::from("fuzz.toml")];
-    match crate::serve::layers::resolve_reading(argv, &|_| None, &read) {
+    match turnstile_config::resolve::<ServeArgs>(argv, &Env::default(), &read) {
         Ok(args) => {
             assert!(args.validate().is_ok(), "resolved but does not validate");
             assert!(args.gate_config().is_ok() && args.plugin_config().is_ok());

@@ -24,14 +24,10 @@ use turnstile_host::{
 
 /// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
 /// without `--`) and an environment variable (`TURNSTILE_` and the name in capitals, `-` as
-/// `_`); a flag overrides the environment, which overrides the file (see [`super::resolve`]).
+/// `_`); a flag overrides the environment, which overrides the file (`turnstile_config`, which
+/// adds `--config FILE`; docs/turnstile.example.toml is such a file).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// A TOML file of settings: every flag's name without `--` is a key (see
-    /// docs/turnstile.example.toml). `TURNSTILE_*` variables override it; flags override both.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
     /// Log lines as text or as JSON objects (one per line).
     #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -323,6 +319,44 @@ impl ServeConfigError {
             Self::Flows { flag, .. } | Self::Adaptive { flag, .. } => flag,
             Self::GlobalIncomplete => "--redis-url",
         }
+    }
+
+    /// What is wrong, without the flag ([`Self::flag`]) or the gate's machine-readable code
+    /// (`invalid_capacity: `): a config problem names its setting once, where it came from.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Gate {
+                source:
+                    GateConfigError::InvalidCapacity {
+                        value, min, max, ..
+                    },
+                ..
+            } => format!("must be {min}..={max}, got {value}"),
+            Self::Gate {
+                source: GateConfigError::InvalidWaitDeadline(deadline),
+                ..
+            } => format!("must be 1..=300000 ms, got {} ms", deadline.as_millis()),
+            Self::PluginConfig(e) => e.to_string(),
+            Self::Flows { message, .. } | Self::Adaptive { message, .. } => {
+                without_code(message).to_owned()
+            }
+            Self::GlobalIncomplete => {
+                "needs --global-max-active: set both for a global limit, or neither".to_owned()
+            }
+        }
+    }
+}
+
+/// `invalid_capacity: max_active must be …` → `max_active must be …`: the gate's errors begin
+/// with their code (for the HTTP API and logs), which a person fixing a setting does not need.
+fn without_code(message: &str) -> &str {
+    match message.split_once(": ") {
+        Some((code, rest))
+            if !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
+        {
+            rest
+        }
+        _ => message,
     }
 }
 

@@ -2,14 +2,13 @@
 //! SIGTERM/SIGINT and a plugin reload on SIGHUP; and where its settings come from.
 
 mod args;
-pub(crate) mod layers;
+mod layered;
 mod load;
 mod process;
 mod run;
 
 pub use crate::logging::LogFormat;
 pub use args::{GlobalFailure, MaxActive, ServeArgs, ServeConfigError};
-pub use layers::{Origin, Problem, ResolveError, env_name, resolve, resolve_file};
 pub use load::{MAX_IDLE_CONNECTIONS, load};
 pub use process::{listener, serve};
 pub use run::{DrainTimeout, run};
