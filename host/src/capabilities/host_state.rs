@@ -10,6 +10,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
+use super::answer::Answer;
 use super::capability::{Call, Capability, HasRoom, Probe, Report, Room};
 use super::config::Config;
 use super::corpus::Corpus;
@@ -145,6 +146,8 @@ capabilities! {
     log: Log,
     /// HTTP to the origins the operator granted.
     outbound: Outbound,
+    /// A generated answer beside the sources.
+    answer: Answer,
 }
 
 impl WasiView for HostState {

@@ -2,8 +2,9 @@
 //! each owns its settings, its grant to a plugin, its per-call state, its linker registration,
 //! its report and its conformance probes ([`Capability`]); `host_state.rs` lists them and composes
 //! the store's state. WASI grants nothing; the contract's interfaces are corpus, embeddings,
-//! config and log; [`outbound`] is HTTP to the origins the operator granted.
+//! config, log and answer; [`outbound`] is HTTP to the origins the operator granted.
 
+mod answer;
 mod capability;
 mod config;
 mod corpus;
@@ -14,6 +15,7 @@ mod log;
 pub mod outbound;
 mod wasi;
 
+pub use answer::{AnswerReport, MAX_ANSWER_BYTES};
 pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};

@@ -37,7 +37,7 @@ mod guest {
 
     wit_bindgen::generate!({
         world: "retrieval-plugin",
-        path: "../../wit",
+        path: "../../wit/v0.1.2",
     });
 
     use turnstile::retrieval::corpus::{CorpusError, Session};
