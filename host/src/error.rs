@@ -19,6 +19,15 @@ pub enum PluginError {
         /// What did not fit.
         reason: Incompatibility,
     },
+    /// What the plugin was provisioned with cannot be given to it (a setting and a secret of
+    /// one name; an outbound client that cannot be made).
+    #[error("plugin {name} cannot be provisioned: {reason}")]
+    Provision {
+        /// The plugin's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// Setting up the engine or linker failed.
     #[error("wasm engine: {0:#}")]
     Engine(wasmtime::Error),

@@ -35,6 +35,7 @@ mod precompiled;
 mod provision;
 mod results;
 mod runtime;
+mod secrets;
 mod slot;
 mod source;
 pub mod swap;
@@ -58,6 +59,10 @@ pub use plugin_config::{
 pub use provision::Provision;
 pub use runtime::{
     Allocator, KEEP_RESIDENT_COPY, MemoryInit, PluginRuntime, RuntimeOptions, UnknownMemoryInit,
+};
+pub use secrets::{
+    MAX_SECRET_BYTES, MAX_SECRETS, REDACTED, Secret, SecretError, SecretSource, Secrets,
+    parse_secret_arg,
 };
 pub use slot::{CorpusGeneration, Generation, PluginSlot};
 pub use source::{

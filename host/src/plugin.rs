@@ -6,7 +6,7 @@ use std::time::Duration;
 use turnstile_corpus::CorpusPool;
 use wasmtime::{Engine, Store};
 
-use crate::bindings::{RetrievalPluginPre, Source};
+use crate::bindings::{RetrievalPluginPre, RetrieveError, Source};
 use crate::capabilities::{Call, CapabilityOptions, Grants, HostState, Reports, limiter};
 use crate::error::{Incompatibility, PluginError};
 use crate::observe::Observer;
@@ -125,7 +125,13 @@ impl Plugin {
             .map_err(incompatible)?;
         let pre = RetrievalPluginPre::new(instance_pre).map_err(incompatible)?;
         let capabilities = Arc::new(runtime.options().capabilities.clone());
-        let grants = Grants::new(&capabilities, &given)?;
+        let grants = Grants::new(&capabilities, &given).map_err(|e| match e {
+            PluginError::Provision { reason, .. } => PluginError::Provision {
+                name: name.clone(),
+                reason,
+            },
+            other => other,
+        })?;
         Ok(Self {
             name: name.as_str().into(),
             sha256,
@@ -213,6 +219,7 @@ impl Plugin {
             plugin: Arc::clone(&self.name),
             request_id,
             observer: self.observer.clone(),
+            secrets: Arc::clone(&self.provision.secrets),
         };
         let state = HostState::new(&self.capabilities, &self.grants, call);
         let mut store = Store::new(self.pre.engine(), state);
@@ -237,7 +244,7 @@ impl Plugin {
             Ok(Ok(sources)) => check_sources(&sources, limit, &self.provision.corpus)
                 .map(|()| sources)
                 .map_err(PluginError::Contract),
-            Ok(Err(guest)) => Err(PluginError::Guest(guest)),
+            Ok(Err(guest)) => Err(PluginError::Guest(redact_guest(guest, &self.provision))),
             // A language runtime prints the exception that made it trap (a Python traceback)
             // on stderr: the trap's description carries it.
             Err(trap) => Err(PluginError::Trap(match stderr_tail {
@@ -270,6 +277,19 @@ impl Plugin {
     /// The engine the plugin was compiled for.
     pub(crate) fn engine(&self) -> &Engine {
         self.pre.engine()
+    }
+}
+
+/// A plugin's own error, with its secrets' values redacted from its message.
+fn redact_guest(error: RetrieveError, given: &Provision) -> RetrieveError {
+    if given.secrets.is_empty() {
+        return error;
+    }
+    let redact = |m: String| given.secrets.redact(&m);
+    match error {
+        RetrieveError::Corpus(m) => RetrieveError::Corpus(redact(m)),
+        RetrieveError::Config(m) => RetrieveError::Config(redact(m)),
+        RetrieveError::Internal(m) => RetrieveError::Internal(redact(m)),
     }
 }
 

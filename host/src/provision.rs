@@ -1,5 +1,5 @@
-//! What the operator provisions one plugin with: the corpus it reads, its settings and the
-//! origins it may reach. Each
+//! What the operator provisions one plugin with: the corpus it reads, its settings, its secrets
+//! and the origins it may reach. Each
 //! capability makes its grant from it when the plugin is loaded; a request can change none of it.
 
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use turnstile_corpus::CorpusPool;
 
 use crate::capabilities::outbound::Origins;
 use crate::plugin_config::PluginConfig;
+use crate::secrets::Secrets;
 
 /// What one plugin is given, whatever capability reads it.
 #[derive(Clone)]
@@ -18,6 +19,8 @@ pub struct Provision {
     pub config: Arc<PluginConfig>,
     /// The origins its outbound HTTP may reach (none by default).
     pub outbound: Origins,
+    /// Its secrets, read through its `config` import as settings are (none by default).
+    pub secrets: Arc<Secrets>,
 }
 
 impl Provision {
@@ -27,7 +30,14 @@ impl Provision {
             corpus,
             config: Arc::new(config),
             outbound: Origins::none(),
+            secrets: Arc::new(Secrets::none()),
         }
+    }
+
+    /// The same, given `secrets`.
+    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     /// The same, granted `origins` for outbound HTTP.
@@ -42,6 +52,7 @@ impl Provision {
             corpus,
             config: Arc::clone(&self.config),
             outbound: self.outbound.clone(),
+            secrets: Arc::clone(&self.secrets),
         }
     }
 }

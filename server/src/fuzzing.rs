@@ -48,7 +48,7 @@ pub fn swap_body(data: &[u8]) {
     match SwapOrder::parse(data) {
         Ok(order) => {
             well_formed_pin(&order.trigger);
-            if let Some(config) = &order.config {
+            if let Some(config) = &order.settings.config {
                 assert!(config.len() <= turnstile_host::MAX_PLUGIN_CONFIG_ENTRIES);
                 for (key, value) in config {
                     assert!(!key.is_empty() && key.len() <= turnstile_host::MAX_CONFIG_KEY_BYTES);

@@ -15,6 +15,7 @@ use wasmtime_wasi::WasiView;
 use crate::error::PluginError;
 use crate::observe::Observer;
 use crate::provision::Provision;
+use crate::secrets::Secrets;
 
 /// One host capability. See the module docs, and docs/PLUGINS.md ("Adding a capability").
 pub trait Capability: Sized + 'static {
@@ -78,6 +79,16 @@ pub struct Call {
     pub request_id: u64,
     /// Told of what the call does, when measured.
     pub observer: Option<Arc<dyn Observer>>,
+    /// The plugin's secrets: their values are redacted from every text of the plugin's that
+    /// the host shows.
+    pub secrets: Arc<Secrets>,
+}
+
+impl Call {
+    /// `text` (the plugin's) with every secret's value replaced by `[secret]`.
+    pub fn redact(&self, text: &str) -> String {
+        self.secrets.redact(text)
+    }
 }
 
 /// A capability's view of one call's store: its own state, the call's resource table (shared:

@@ -75,7 +75,7 @@ impl log::Host for Room<'_, Log> {
             return Ok(());
         }
         // One line per message: control characters are escaped, so a plugin cannot forge lines.
-        let message = sanitize(&message, MAX_LOG_MESSAGE);
+        let message = sanitize(&self.call.redact(&message), MAX_LOG_MESSAGE);
         let (plugin, request_id) = (&*self.call.plugin, self.call.request_id);
         match level {
             log::Level::Debug => tracing::debug!(plugin, request_id, "{message}"),

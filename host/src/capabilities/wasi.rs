@@ -150,7 +150,7 @@ impl Capability for Wasi {
         for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
             let (kept, dropped) = pipe.take();
             if !kept.is_empty() {
-                let text = String::from_utf8_lossy(&kept);
+                let text = call.redact(&String::from_utf8_lossy(&kept));
                 let trimmed = text.trim_end();
                 if stream == "stderr" {
                     let mut start = trimmed.len().saturating_sub(STDERR_TAIL);

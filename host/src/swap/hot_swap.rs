@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::bounds::MAX_CANDIDATES_CHECKED;
 use super::observer::SwapObserver;
-use crate::{PluginConfig, PluginRuntime, PluginSlot, RuntimeOptions, Sha256Hex};
+use crate::capabilities::outbound::Origins;
+use crate::{PluginConfig, PluginRuntime, PluginSlot, RuntimeOptions, Secrets, Sha256Hex};
 
 /// What asked for a swap, which decides the sha256 rule.
 ///
@@ -66,6 +67,29 @@ pub struct CorpusOptions {
     pub pin: Option<Sha256Hex>,
 }
 
+/// What the operator gives every plugin that serves, unless a swap names its own: settings and
+/// outbound grants (`--plugin-config`, `--outbound-allow`) — a swap that names its own gets
+/// exactly those, never more — and the secrets (`--plugin-secret`), which only the operator's
+/// start-up settings give.
+#[derive(Debug, Clone, Default)]
+pub struct PluginDefaults {
+    /// Settings.
+    pub config: PluginConfig,
+    /// Origins outbound HTTP may reach.
+    pub outbound: Origins,
+    /// Secrets.
+    pub secrets: std::sync::Arc<Secrets>,
+}
+
+/// What one plugin swap names of its own; the rest comes from [`PluginDefaults`].
+#[derive(Debug, Clone, Default)]
+pub struct SwapSettings {
+    /// The candidate's settings.
+    pub config: Option<PluginConfig>,
+    /// The candidate's outbound grants.
+    pub outbound: Option<Origins>,
+}
+
 /// What a swap needs, shared by `serve`, SIGHUP, `/admin/plugin` and `/admin/corpus`.
 pub struct HotSwap {
     pub(super) slot: Arc<PluginSlot>,
@@ -73,7 +97,7 @@ pub struct HotSwap {
     pub(super) conformance: RuntimeOptions,
     /// Candidates being checked now.
     pub(super) checking: std::sync::atomic::AtomicUsize,
-    pub(super) default_config: PluginConfig,
+    pub(super) defaults: PluginDefaults,
     pub(super) idle_connections: usize,
     pub(super) pin: std::sync::Mutex<Option<Sha256Hex>>,
     pub(super) observer: Arc<dyn SwapObserver>,
@@ -93,12 +117,12 @@ impl HotSwap {
     /// conformance work is not serving, so a looping or hung candidate is stopped there and
     /// refused). Each candidate gets its own pool of at most `idle_connections` idle
     /// connections, a sibling of the current generation's (the same corpus, loaded once), and
-    /// `default_config` unless the swap names its own. Corpus candidates are indexed in
+    /// `defaults` for what the swap does not name. Corpus candidates are indexed in
     /// `corpus.index_dir`, under `corpus.pin`.
     pub fn new(
         slot: Arc<PluginSlot>,
         runtimes: Runtimes,
-        default_config: PluginConfig,
+        defaults: PluginDefaults,
         idle_connections: usize,
         pin: Option<Sha256Hex>,
         corpus: CorpusOptions,
@@ -109,7 +133,7 @@ impl HotSwap {
             runtime: runtimes.serving,
             conformance: runtimes.conformance,
             checking: std::sync::atomic::AtomicUsize::new(0),
-            default_config,
+            defaults,
             idle_connections,
             pin: std::sync::Mutex::new(pin),
             observer,
@@ -128,6 +152,16 @@ impl HotSwap {
     /// Candidates being compiled and checked now (at most [`MAX_CANDIDATES_CHECKED`]).
     pub fn candidates_checking(&self) -> usize {
         self.checking.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The names of the secrets every plugin is given (a swap's settings may not use them).
+    pub fn secret_names(&self) -> impl Iterator<Item = &str> {
+        self.defaults.secrets.names()
+    }
+
+    /// The origins a plugin swapped in without grants of its own gets.
+    pub fn default_outbound(&self) -> &Origins {
+        &self.defaults.outbound
     }
 
     /// The slot swaps install into.

@@ -22,6 +22,6 @@ mod plugin;
 pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES};
 pub use corpus::CorpusSwapped;
 pub use error::{CorpusSwap, CorpusSwapError, SwapError};
-pub use hot_swap::{CorpusOptions, HotSwap, Runtimes, Trigger};
+pub use hot_swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapSettings, Trigger};
 pub use observer::SwapObserver;
 pub use plugin::Swapped;

@@ -6,11 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::SwapError;
-use super::hot_swap::{Checking, HotSwap, Trigger};
+use super::hot_swap::{Checking, HotSwap, SwapSettings, Trigger};
 use crate::conformance::{Check, smoke};
-use crate::{
-    Generation, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision,
-};
+use crate::{Generation, Plugin, PluginError, PluginRuntime, PluginSource, Provision};
 
 /// A completed swap.
 pub struct Swapped {
@@ -31,10 +29,10 @@ impl HotSwap {
         &self,
         source: PluginSource,
         trigger: Trigger,
-        config: Option<PluginConfig>,
+        settings: SwapSettings,
     ) -> Result<Swapped, SwapError> {
         let started = Instant::now();
-        let outcome = self.try_swap(source, trigger, config, started);
+        let outcome = self.try_swap(source, trigger, settings, started);
         self.observer
             .plugin_swap(outcome.as_ref().map(|_| ()), started.elapsed());
         outcome
@@ -44,7 +42,7 @@ impl HotSwap {
         &self,
         source: PluginSource,
         trigger: Trigger,
-        config: Option<PluginConfig>,
+        settings: SwapSettings,
         started: Instant,
     ) -> Result<Swapped, SwapError> {
         // Checked without holding the install lock: a candidate that takes long (or hangs) to
@@ -59,7 +57,11 @@ impl HotSwap {
             .expected(pinned)
             .map_err(|pinned| SwapError::PinRequired { pinned })?;
         let expected_sha256 = expected.as_ref();
-        let config = config.unwrap_or_else(|| self.default_config.clone());
+        let defaults = &self.defaults;
+        let config = settings.config.unwrap_or_else(|| defaults.config.clone());
+        let outbound = settings
+            .outbound
+            .unwrap_or_else(|| defaults.outbound.clone());
         // The candidate gets its own pool over the same index, so its smoke checks count only
         // its own sessions, not those of the traffic the current generation serves meanwhile;
         // a sibling of the current one, sharing the corpus already loaded in memory.
@@ -85,7 +87,9 @@ impl HotSwap {
         // The smoke checks run on the conformance runtime, then the same bytes are loaded for
         // serving (the two engines compile differently: only one has epoch interruption).
         let conformance = PluginRuntime::new(self.conformance.clone()).map_err(refused)?;
-        let given = Provision::new(pool, config);
+        let given = Provision::new(pool, config)
+            .with_outbound(outbound)
+            .with_secrets(Arc::clone(&defaults.secrets));
         let trial =
             Plugin::from_bytes(&conformance, &source, &bytes, given.clone()).map_err(refused)?;
         let smoke = smoke(&Arc::new(trial));

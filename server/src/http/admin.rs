@@ -15,10 +15,9 @@ use super::api::{
 use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
-use turnstile_host::swap::Trigger;
-use turnstile_host::{
-    MAX_PLUGIN_CONFIG_ENTRIES, PluginConfig, PluginSource, Sha256Hex, plugin_config, sanitize,
-};
+use turnstile_host::capabilities::outbound::Origins;
+use turnstile_host::swap::{SwapSettings, Trigger};
+use turnstile_host::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config, sanitize};
 
 /// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
 pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;
@@ -34,6 +33,8 @@ struct SwapRequest {
     /// The candidate's settings (default: the server's `--plugin-config`), validated like
     /// `--plugin-config`.
     config: Option<ConfigEntries>,
+    /// The candidate's outbound grants (default: the server's `--outbound-allow`).
+    outbound_allow: Option<Vec<String>>,
 }
 
 /// A JSON object of string settings, in order and with any repeated key kept, so that the one
@@ -76,8 +77,8 @@ pub(crate) struct SwapOrder {
     pub source: PluginSource,
     /// The admin trigger, with the pinned digest if one was given.
     pub trigger: Trigger,
-    /// The candidate's own settings, if given.
-    pub config: Option<PluginConfig>,
+    /// The candidate's own settings and grants, where given.
+    pub settings: SwapSettings,
 }
 
 impl SwapOrder {
@@ -88,7 +89,7 @@ impl SwapOrder {
             ApiError::invalid(
                 InvalidCode::InvalidSwapRequest,
                 format!(
-                    "expected {{\"path\", \"sha256\"?, \"config\"?}}: {}",
+                    "expected {{\"path\", \"sha256\"?, \"config\"?, \"outbound_allow\"?}}: {}",
                     sanitize(&e.to_string(), MAX_QUOTED_BYTES)
                 ),
             )
@@ -112,10 +113,22 @@ impl SwapOrder {
                 )
             })?),
         };
+        let outbound = match request.outbound_allow {
+            None => None,
+            Some(origins) => Some(Origins::parse(&origins).map_err(|e| {
+                ApiError::invalid(
+                    InvalidCode::InvalidOutboundAllow,
+                    format!(
+                        "`outbound_allow`: {}",
+                        sanitize(&e.to_string(), MAX_QUOTED_BYTES)
+                    ),
+                )
+            })?),
+        };
         Ok(Self {
             source: PluginSource::File(request.path.into()),
             trigger: Trigger::Admin { sha256: expected },
-            config,
+            settings: SwapSettings { config, outbound },
         })
     }
 }
@@ -148,10 +161,21 @@ pub async fn swap_plugin(
     let SwapOrder {
         source,
         trigger,
-        config,
+        settings,
     } = SwapOrder::parse(&body)?;
+    if let Some(config) = &settings.config
+        && let Some(name) = state.swap.secret_names().find(|n| config.contains_key(*n))
+    {
+        return Err(ApiError::invalid(
+            InvalidCode::InvalidPluginConfig,
+            format!(
+                "`config`: {:?} is the name of a secret",
+                sanitize(name, MAX_QUOTED_BYTES)
+            ),
+        ));
+    }
     let swap = Arc::clone(&state.swap);
-    let outcome = tokio::task::spawn_blocking(move || swap.swap(source, trigger, config))
+    let outcome = tokio::task::spawn_blocking(move || swap.swap(source, trigger, settings))
         .await
         .map_err(|_| ApiError::Internal { request_id: 0 })?;
     match outcome {

@@ -249,6 +249,10 @@ pub struct ServeArgs {
     #[arg(long = "drain-ms", default_value_t = 30_000,
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub drain_ms: u64,
+
+    /// Outbound HTTP: the origins granted, the secrets, the bounds.
+    #[command(flatten)]
+    pub outbound: super::outbound_args::OutboundArgs,
 }
 
 /// What the global limit does when Redis fails.

@@ -7,9 +7,11 @@ use anyhow::Context;
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
-use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes, SwapObserver};
+use turnstile_host::capabilities::outbound::Origins;
+use turnstile_host::swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapObserver};
 use turnstile_host::{
     CapabilityOptions, Observer, Plugin, PluginRuntime, PluginSlot, Provision, RuntimeOptions,
+    Secrets,
 };
 
 use super::args::ServeArgs;
@@ -46,6 +48,20 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     );
     let mut capabilities = CapabilityOptions::default();
     capabilities.limits.memory_limit = args.memory_limit_mib as usize * 1024 * 1024;
+    capabilities.outbound = args.outbound.options();
+    let outbound = Origins::parse(&args.outbound.outbound_allow).context("--outbound-allow")?;
+    let secrets = Arc::new(
+        Secrets::load(&args.outbound.plugin_secret, &|var| std::env::var(var).ok())
+            .context("--plugin-secret")?,
+    );
+    if let Some(name) = secrets.names().find(|n| plugin_config.contains_key(*n)) {
+        anyhow::bail!("--plugin-secret {name}: a --plugin-config setting has that name too");
+    }
+    if !outbound.is_empty() {
+        let granted: Vec<&str> = outbound.iter().map(|o| o.as_str()).collect();
+        let named: Vec<&str> = secrets.names().collect();
+        tracing::info!(origins = ?granted, secrets = ?named, "outbound HTTP granted");
+    }
     let runtime = PluginRuntime::new(RuntimeOptions {
         // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
         // run on the conformance runtime below).
@@ -69,12 +85,10 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         capabilities: turnstile_host::conformance::capabilities(capabilities),
     };
     let source = args.plugin_source();
-    let plugin = Plugin::load(
-        &runtime,
-        &source,
-        Provision::new(pool, plugin_config.clone()),
-    )
-    .context("loading the plugin")?;
+    let given = Provision::new(pool, plugin_config.clone())
+        .with_outbound(outbound.clone())
+        .with_secrets(Arc::clone(&secrets));
+    let plugin = Plugin::load(&runtime, &source, given).context("loading the plugin")?;
     if let Some(expected) = &args.plugin_sha256
         && plugin.sha256() != expected.as_str()
     {
@@ -99,7 +113,11 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             serving: Arc::new(runtime),
             conformance,
         },
-        plugin_config,
+        PluginDefaults {
+            config: plugin_config,
+            outbound,
+            secrets,
+        },
         MAX_IDLE_CONNECTIONS,
         args.plugin_sha256.clone(),
         CorpusOptions {

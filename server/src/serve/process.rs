@@ -144,7 +144,7 @@ fn reload(swap: &HotSwap) {
     }
     let source = swap.slot().current().source;
     tracing::info!(?source, "SIGHUP received; reloading the plugin");
-    match swap.swap(source, Trigger::Reload, None) {
+    match swap.swap(source, Trigger::Reload, Default::default()) {
         Ok(swapped) => tracing::info!(generation = swapped.generation.number, "reload done"),
         Err(error) => tracing::error!(
             code = crate::swap_codes::plugin_swap_code(&error),

@@ -71,7 +71,10 @@ impl Capability for Outbound {
                 options.connect_timeout,
                 options.max_connections_per_origin,
             )
-            .map_err(|e| PluginError::Engine(wasmtime::Error::msg(e.to_string())))?;
+            .map_err(|e| PluginError::Provision {
+                name: String::new(),
+                reason: e.to_string(),
+            })?;
             Some(Arc::new(client))
         };
         Ok(Arc::new(OutboundGrant { origins, client }))

@@ -16,8 +16,12 @@ pub struct SwapRequestBody {
     /// The candidate's sha256 (required when the server is pinned; it becomes the pin).
     #[schema(pattern = "^[0-9a-fA-F]{64}$")]
     pub sha256: Option<String>,
-    /// The candidate's settings (default: the server's); at most 64.
+    /// The candidate's settings (default: the server's); at most 64; none may name a secret.
     pub config: Option<BTreeMap<String, String>>,
+    /// The origins the candidate's outbound HTTP may reach, `scheme://host[:port]` (`*.` for the
+    /// names below a domain), at most 64 (default: the server's `--outbound-allow`). Given, they
+    /// are all it gets: a swapped-in plugin never inherits its predecessor's grants.
+    pub outbound_allow: Option<Vec<String>>,
 }
 
 /// A plugin generation, as a swap reports it.

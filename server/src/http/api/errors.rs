@@ -41,8 +41,10 @@ pub enum InvalidCode {
     InvalidSwapRequest,
     /// 422: a `sha256` that is not 64 hex digits.
     InvalidSha256,
-    /// 422: swap settings out of their bounds.
+    /// 422: swap settings out of their bounds, or naming a secret.
     InvalidPluginConfig,
+    /// 422: a swap's `outbound_allow` is not a list of at most 64 origins `scheme://host[:port]`.
+    InvalidOutboundAllow,
     /// 400: a `Last-Event-ID` that is not a decimal event id.
     InvalidLastEventId,
     /// 400: the `--flow-header` value is not a flow name (1-64 bytes of `A-Z a-z 0-9 . _ : -`).
@@ -83,6 +85,7 @@ impl InvalidCode {
             Self::InvalidSwapRequest => "invalid_swap_request",
             Self::InvalidSha256 => "invalid_sha256",
             Self::InvalidPluginConfig => "invalid_plugin_config",
+            Self::InvalidOutboundAllow => "invalid_outbound_allow",
             Self::InvalidLastEventId => "invalid_last_event_id",
             Self::InvalidFlow => "invalid_flow",
         }

@@ -1,0 +1,93 @@
+//! `turnstile serve`'s settings for what plugins may reach: the origins granted to the plugin
+//! it starts with (`--outbound-allow`), its secrets (`--plugin-secret`), and the host's bounds on
+//! every outbound request (a guest may ask for shorter timeouts, never longer ones).
+
+use std::time::Duration;
+
+use clap::Args;
+use turnstile_host::capabilities::outbound::{OriginGrant, OutboundOptions};
+use turnstile_host::{SecretSource, parse_secret_arg};
+
+/// Flags of outbound HTTP and secrets (flattened into `ServeArgs`).
+#[derive(Debug, Clone, Args)]
+pub struct OutboundArgs {
+    /// An origin the plugin may reach over HTTP, `scheme://host[:port]` with scheme http or
+    /// https and a `*.` wildcard for the names below a domain (repeatable; in a file:
+    /// `outbound-allow = ["https://api.example.com"]`). None by default: every request is
+    /// denied. A name matched by a wildcard must resolve to public addresses; a loopback,
+    /// private or link-local one is reached only when granted by its own name or address.
+    #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = parse_origin)]
+    pub outbound_allow: Vec<String>,
+
+    /// A plugin secret, read once at start from an environment variable or a file
+    /// (`NAME=env:VAR` or `NAME=file:PATH`; repeatable); the plugin reads it through its `config`
+    /// import as it reads its settings. Its value is shown nowhere.
+    #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH", value_parser = parse_secret)]
+    pub plugin_secret: Vec<(String, SecretSource)>,
+
+    /// Longest wait for an outbound response's headers, in milliseconds (1..=600000); a guest
+    /// may ask for less.
+    #[arg(long = "outbound-timeout-ms", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub outbound_timeout_ms: u64,
+
+    /// Longest wait to connect (TCP and TLS), in milliseconds (1..=60000).
+    #[arg(long = "outbound-connect-timeout-ms", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub outbound_connect_timeout_ms: u64,
+
+    /// Longest wait between two pieces of a response body, in milliseconds (1..=600000).
+    #[arg(long = "outbound-between-bytes-ms", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub outbound_between_bytes_ms: u64,
+
+    /// Largest outbound request body, in bytes (1..=67108864).
+    #[arg(long = "outbound-max-request-bytes", default_value_t = 1 << 20,
+          value_parser = clap::value_parser!(u64).range(1..=64 << 20))]
+    pub outbound_max_request_bytes: u64,
+
+    /// Largest outbound response body, in bytes (1..=268435456).
+    #[arg(long = "outbound-max-response-bytes", default_value_t = 4 << 20,
+          value_parser = clap::value_parser!(u64).range(1..=256 << 20))]
+    pub outbound_max_response_bytes: u64,
+
+    /// Outbound requests one plugin call may make (1..=1024).
+    #[arg(long = "outbound-max-requests-per-call", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub outbound_max_requests_per_call: u32,
+
+    /// Outbound requests in flight to one origin at once, across calls (1..=4096); one more
+    /// waits up to its connect timeout.
+    #[arg(long = "outbound-max-connections-per-origin", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub outbound_max_connections_per_origin: u32,
+}
+
+impl OutboundArgs {
+    /// The host's bounds on outbound requests.
+    pub fn options(&self) -> OutboundOptions {
+        OutboundOptions {
+            connect_timeout: Duration::from_millis(self.outbound_connect_timeout_ms),
+            first_byte_timeout: Duration::from_millis(self.outbound_timeout_ms),
+            between_bytes_timeout: Duration::from_millis(self.outbound_between_bytes_ms),
+            max_request_bytes: self.outbound_max_request_bytes,
+            max_response_bytes: self.outbound_max_response_bytes,
+            max_requests_per_call: self.outbound_max_requests_per_call,
+            max_connections_per_origin: self.outbound_max_connections_per_origin as usize,
+            deny_all: false,
+        }
+    }
+}
+
+/// One `--outbound-allow` origin, checked and normalised.
+fn parse_origin(given: &str) -> Result<String, String> {
+    given
+        .parse::<OriginGrant>()
+        .map(|origin| origin.as_str().to_owned())
+        .map_err(|e| e.to_string())
+}
+
+/// One `--plugin-secret`: where a secret comes from (never its value).
+fn parse_secret(given: &str) -> Result<(String, SecretSource), String> {
+    parse_secret_arg(given).map_err(|e| e.to_string())
+}
