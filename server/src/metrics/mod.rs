@@ -7,7 +7,9 @@
 //! `docs/METRICS.md` lists every metric.
 
 mod names;
+mod outbound;
 mod recorder;
 
 pub use names::CallOutcome;
+pub use outbound::InFlight;
 pub use recorder::{HostCallMetrics, LiveCounts, Metrics, UPKEEP_INTERVAL, duration_buckets};

@@ -126,6 +126,26 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Time of a corpus host call, by kind",
     ),
     (
+        "turnstile_outbound_requests_total",
+        Kind::Counter,
+        "Plugins' outbound HTTP requests, by origin (the grant it went through, or (denied)) and outcome: ok, client_error, rate_limited (429), unavailable (503), server_error, denied, address_refused, timeout, too_large, error",
+    ),
+    (
+        "turnstile_outbound_request_seconds",
+        Kind::Histogram,
+        "Time of an outbound request sent, by origin: from the plugin's request to the end of the response body",
+    ),
+    (
+        "turnstile_outbound_bytes_total",
+        Kind::Counter,
+        "Body bytes of outbound requests, by origin and direction (out: sent, in: received)",
+    ),
+    (
+        "turnstile_outbound_in_flight",
+        Kind::Gauge,
+        "Outbound requests in flight now, by origin",
+    ),
+    (
         "turnstile_corpus_sessions_open",
         Kind::Gauge,
         "Corpus sessions open now (the serving plugin's calls)",

@@ -11,7 +11,7 @@ use metrics_util::MetricKindMask;
 
 use turnstile_gate::Gate;
 use turnstile_host::swap::{CorpusSwap, CorpusSwapError, SwapError, SwapObserver};
-use turnstile_host::{HostCallKind, HostCallOutcome, Observer, PluginSlot};
+use turnstile_host::{HostCallKind, HostCallOutcome, Observer, OutboundEvent, PluginSlot};
 
 use super::names::{CALL_OUTCOMES, CallOutcome, DESCRIPTIONS, Kind};
 
@@ -49,6 +49,7 @@ pub struct Metrics {
     swap_duration: Histogram,
     calls: [Counter; 4],
     host: Arc<HostCallMetrics>,
+    outbound: super::outbound::InFlight,
 }
 
 /// The plugin host calls' metrics (shared with every plugin instance's store).
@@ -127,6 +128,7 @@ impl Metrics {
                 time: host_time,
             }),
             handle: recorder.handle(),
+            outbound: Default::default(),
             recorder,
             started: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -134,14 +136,23 @@ impl Metrics {
         }
     }
 
-    fn counter(&self, name: &'static str, labels: Vec<Label>) -> Counter {
+    pub(super) fn counter(&self, name: &'static str, labels: Vec<Label>) -> Counter {
         self.recorder
             .register_counter(&Key::from_parts(name, labels), &META)
     }
 
-    fn gauge(&self, name: &'static str, labels: Vec<Label>) -> Gauge {
+    pub(super) fn gauge(&self, name: &'static str, labels: Vec<Label>) -> Gauge {
         self.recorder
             .register_gauge(&Key::from_parts(name, labels), &META)
+    }
+
+    pub(super) fn histogram(&self, name: &'static str, labels: Vec<Label>) -> Histogram {
+        self.recorder
+            .register_histogram(&Key::from_parts(name, labels), &META)
+    }
+
+    pub(super) fn in_flight(&self) -> &super::outbound::InFlight {
+        &self.outbound
     }
 
     /// The text of every metric now, with the server's state read at this instant.
@@ -156,6 +167,7 @@ impl Metrics {
         if let Some(global) = global {
             self.render_global(global);
         }
+        self.render_outbound();
         self.gauge("turnstile_live_subscribers", vec![])
             .set(live.subscribers as f64);
         self.counter("turnstile_live_dropped_total", vec![])
@@ -398,6 +410,14 @@ impl Metrics {
 impl Observer for Metrics {
     fn host_call(&self, kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
         self.host.observe(kind, outcome, elapsed);
+    }
+
+    fn outbound_started(&self, origin: &str) {
+        self.outbound_sent(origin);
+    }
+
+    fn outbound(&self, event: &OutboundEvent) {
+        self.outbound_ended(event);
     }
 }
 

@@ -1,0 +1,86 @@
+//! The plugins' outbound HTTP requests, counted as the host reports them: by origin — the grant
+//! a request went through, as the operator wrote it, or `(denied)` — so labels stay a set the
+//! operator chose, whatever plugins ask for; and the requests in flight per origin, which
+//! `/metrics` and `/state` read.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use metrics::Label;
+use turnstile_host::OutboundEvent;
+
+use super::recorder::Metrics;
+
+/// Requests in flight, by origin.
+#[derive(Debug, Default)]
+pub struct InFlight(Mutex<BTreeMap<String, u64>>);
+
+impl InFlight {
+    fn add(&self, origin: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *map.entry(origin.to_owned()).or_default() += 1;
+    }
+
+    fn remove(&self, origin: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(origin) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(origin);
+            }
+        }
+    }
+
+    /// Now: each origin with requests in flight, and how many.
+    pub fn now(&self) -> BTreeMap<String, u64> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Metrics {
+    /// An outbound request was sent through `origin`.
+    pub(super) fn outbound_sent(&self, origin: &str) {
+        self.in_flight().add(origin);
+    }
+
+    /// An outbound request ended (or was refused before it was sent).
+    pub(super) fn outbound_ended(&self, event: &OutboundEvent) {
+        if event.started {
+            self.in_flight().remove(&event.origin);
+        }
+        let origin = || Label::new("origin", event.origin.clone());
+        self.counter(
+            "turnstile_outbound_requests_total",
+            vec![origin(), Label::new("outcome", event.outcome.as_str())],
+        )
+        .increment(1);
+        if event.started {
+            self.histogram("turnstile_outbound_request_seconds", vec![origin()])
+                .record(event.elapsed.as_secs_f64());
+            for (direction, bytes) in [("out", event.bytes_out), ("in", event.bytes_in)] {
+                self.counter(
+                    "turnstile_outbound_bytes_total",
+                    vec![origin(), Label::new("direction", direction)],
+                )
+                .increment(bytes);
+            }
+        }
+    }
+
+    /// Outbound requests in flight now, by origin.
+    pub fn outbound_in_flight(&self) -> BTreeMap<String, u64> {
+        self.in_flight().now()
+    }
+
+    /// The in-flight gauges, set at each scrape (an origin with none in flight reads 0 until
+    /// its gauge goes idle).
+    pub(super) fn render_outbound(&self) {
+        for (origin, n) in self.outbound_in_flight() {
+            self.gauge(
+                "turnstile_outbound_in_flight",
+                vec![Label::new("origin", origin)],
+            )
+            .set(n as f64);
+        }
+    }
+}
