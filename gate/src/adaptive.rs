@@ -96,6 +96,23 @@ impl AdaptiveConfig {
     }
 }
 
+/// How a lease's work ended, as the adaptive limit takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkOutcome {
+    /// The work ran and returned: its hold time is a latency sample.
+    #[default]
+    Completed,
+    /// The backend turned the work away (it answered 429 or 503, or timed out): a drop, which
+    /// backs the limit off (by [`DROP_BACKOFF`] per window with a drop, as Netflix's limiters
+    /// treat dropped requests) and is no latency sample — a fast refusal must not raise it.
+    Dropped,
+    /// The work never ran (a waiter promoted, then gone): no sample at all.
+    NeverRan,
+}
+
+/// What a window with a drop multiplies the limit by.
+pub const DROP_BACKOFF: f64 = 0.9;
+
 /// The controller's view, as `/state` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -129,6 +146,8 @@ pub(super) struct Gradient {
     samples: usize,
     /// The most leases out at a release in this window.
     peak_in_use: usize,
+    /// Drops in this window.
+    drops: usize,
     changes: u64,
 }
 
@@ -143,6 +162,7 @@ impl Gradient {
             sum: 0.0,
             samples: 0,
             peak_in_use: 0,
+            drops: 0,
             changes: 0,
         }
     }
@@ -155,20 +175,44 @@ impl Gradient {
         }
     }
 
-    /// One lease held for `held`, released while `in_use` leases (it included) were out.
-    /// Returns the new limit when it changed.
-    pub(super) fn sample(&mut self, held: Duration, in_use: usize) -> Option<usize> {
-        self.sum += held.as_secs_f64();
+    /// One lease held for `held`, released while `in_use` leases (it included) were out, its
+    /// work ended as `outcome`. Returns the new limit when it changed.
+    pub(super) fn sample(
+        &mut self,
+        held: Duration,
+        in_use: usize,
+        outcome: WorkOutcome,
+    ) -> Option<usize> {
+        match outcome {
+            WorkOutcome::NeverRan => return None,
+            WorkOutcome::Dropped => self.drops += 1,
+            WorkOutcome::Completed => self.sum += held.as_secs_f64(),
+        }
         self.samples += 1;
         self.peak_in_use = self.peak_in_use.max(in_use);
         if self.samples < WINDOW {
             return None;
         }
-        let recent = (self.sum / self.samples as f64).max(1e-6);
+        let completed = self.samples - self.drops;
+        let drops = self.drops;
+        let recent = (completed > 0).then(|| (self.sum / completed as f64).max(1e-6));
         let peak = self.peak_in_use;
-        (self.sum, self.samples, self.peak_in_use) = (0.0, 0, 0);
-        self.recent = Some(recent);
+        (self.sum, self.samples, self.peak_in_use, self.drops) = (0.0, 0, 0, 0);
         let before = self.limit();
+        if drops > 0 && self.until_measure.is_some() {
+            // The backend refused work: back off, whatever the latency of what it took.
+            self.estimate = (self.estimate * DROP_BACKOFF)
+                .clamp(self.config.min as f64, self.config.max as f64);
+            if let Some(recent) = recent {
+                self.recent = Some(recent);
+            }
+            return self.changed(before);
+        }
+        let Some(recent) = recent else {
+            // Only drops at the floor: nothing learned; measure again.
+            return None;
+        };
+        self.recent = Some(recent);
         let Some(windows) = self.until_measure else {
             // A window at the floor: the baseline; then back to where the limit was.
             self.baseline = Some(recent);
@@ -235,7 +279,7 @@ mod tests {
         for _ in 0..rounds {
             let limit = gradient.limit();
             for _ in 0..WINDOW {
-                gradient.sample(latency(limit), limit);
+                gradient.sample(latency(limit), limit, WorkOutcome::Completed);
             }
             limits.push(gradient.limit());
         }
@@ -274,12 +318,12 @@ mod tests {
     fn a_lightly_used_gate_does_not_raise_its_limit_and_the_floor_holds() {
         let mut g = Gradient::new(AdaptiveConfig::new(3, 32, 8, 1.2).unwrap());
         for _ in 0..10 * WINDOW {
-            g.sample(Duration::from_millis(5), 1);
+            g.sample(Duration::from_millis(5), 1, WorkOutcome::Completed);
         }
         assert_eq!(g.limit(), 8, "one call at a time is no evidence for more");
         // Calls much slower than the baseline: down, but never under the floor.
         for _ in 0..40 * WINDOW {
-            g.sample(Duration::from_millis(500), 8);
+            g.sample(Duration::from_millis(500), 8, WorkOutcome::Completed);
         }
         assert_eq!(g.limit(), 3);
     }
@@ -308,5 +352,38 @@ mod tests {
         assert!(AdaptiveConfig::new(1, 1025, 1, 1.2).is_err());
         assert!(AdaptiveConfig::new(1, 4, 1, 0.9).is_err());
         assert!(AdaptiveConfig::new(1, 1024, 1024, 4.0).is_ok());
+    }
+
+    /// A backend that refuses work fast (429s) must bring the limit down, not up: its fast
+    /// refusals are drops, not latency samples; and leases that never ran move nothing.
+    #[test]
+    fn drops_back_the_limit_off_and_never_raise_it() {
+        let config = AdaptiveConfig::new(1, 64, 32, 1.2).unwrap();
+        let mut g = Gradient::new(config);
+        // The baseline window at the floor, then windows at the limit: 500 ms calls.
+        for _ in 0..WINDOW {
+            g.sample(Duration::from_millis(500), 1, WorkOutcome::Completed);
+        }
+        let start = g.limit();
+        assert_eq!(start, 32);
+        for _ in 0..(10 * WINDOW) {
+            g.sample(Duration::from_millis(1), start, WorkOutcome::NeverRan);
+        }
+        assert_eq!(g.limit(), start, "leases that never ran are no samples");
+        let mut limits = Vec::new();
+        for _ in 0..10 {
+            for i in 0..WINDOW {
+                // Mostly fast refusals: 1 ms each, which as latency would raise the limit.
+                let outcome = if i % 4 == 0 {
+                    WorkOutcome::Completed
+                } else {
+                    WorkOutcome::Dropped
+                };
+                g.sample(Duration::from_millis(1), start, outcome);
+            }
+            limits.push(g.limit());
+        }
+        assert!(limits.windows(2).all(|w| w[1] <= w[0]), "{limits:?}");
+        assert!(*limits.last().unwrap() < start / 2, "{limits:?}");
     }
 }

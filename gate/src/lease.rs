@@ -2,6 +2,7 @@ use std::time::Duration;
 
 use quanta::Instant;
 
+use super::adaptive::WorkOutcome;
 use super::state::{GateInner, LeaseKey};
 use super::sync::Arc;
 
@@ -14,6 +15,7 @@ pub struct Lease {
     key: LeaseKey,
     waited: Duration,
     granted_at: Instant,
+    outcome: WorkOutcome,
 }
 
 impl Lease {
@@ -28,7 +30,14 @@ impl Lease {
             key,
             waited,
             granted_at,
+            outcome: WorkOutcome::Completed,
         }
+    }
+
+    /// The work this lease held was turned away by the backend (a 429, a 503, a timeout): with
+    /// an adaptive limit, its release is a drop, not a latency sample.
+    pub fn mark_dropped(&mut self) {
+        self.outcome = WorkOutcome::Dropped;
     }
 
     /// The request's ticket (its place in arrival order).
@@ -60,7 +69,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.gate.release(self.key);
+        self.gate.release(self.key, self.outcome);
     }
 }
 

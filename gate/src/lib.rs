@@ -20,7 +20,10 @@ mod state;
 mod sync;
 
 pub use acquire::{Acquire, Refusal};
-pub use adaptive::{AdaptiveConfig, AdaptiveConfigError, AdaptiveSnapshot, LIMIT_RANGE, WINDOW};
+pub use adaptive::{
+    AdaptiveConfig, AdaptiveConfigError, AdaptiveSnapshot, DROP_BACKOFF, LIMIT_RANGE, WINDOW,
+    WorkOutcome,
+};
 pub use config::{GateConfig, GateConfigError};
 pub use events::{Event, EventStatus, EventsAfter, MAX_EVENTS, RETAINED_EVENTS};
 pub use flows::{

@@ -7,7 +7,7 @@ use serde::Serialize;
 use slab::Slab;
 
 use super::GateConfig;
-use super::adaptive::{AdaptiveConfig, AdaptiveSnapshot, Gradient};
+use super::adaptive::{AdaptiveConfig, AdaptiveSnapshot, Gradient, WorkOutcome};
 use super::events::{Event, EventLog, EventStatus, EventsAfter, MAX_EVENTS};
 use super::flows::{FlowConfig, FlowSnapshot, FlowTable, Outcome};
 use super::queue::{Left, Promoted, WaitQueue, WaiterKey};
@@ -331,7 +331,8 @@ impl GateInner {
                     slot: lease,
                     ticket: key.ticket,
                 };
-                let wakers = state.release(lease, Instant::now(), &self.config);
+                let wakers =
+                    state.release(lease, Instant::now(), WorkOutcome::NeverRan, &self.config);
                 drop(state);
                 wakers.wake();
             }
@@ -340,10 +341,10 @@ impl GateInner {
     }
 
     /// A lease was dropped: its work has really ended.
-    pub(super) fn release(&self, key: LeaseKey) {
+    pub(super) fn release(&self, key: LeaseKey, outcome: WorkOutcome) {
         let now = Instant::now();
         let mut state = self.lock();
-        let wakers = state.release(key, now, &self.config);
+        let wakers = state.release(key, now, outcome, &self.config);
         drop(state);
         // Wake outside the lock: the woken task's first act is to take it.
         wakers.wake();
@@ -405,7 +406,13 @@ impl GateState {
     /// because `enter` admits only when nobody waits). With an adaptive limit the release is a
     /// sample of the calls' latency, and a new limit may promote more waiters, or none. Returns
     /// the promoted waiters' wakers, to be woken after the lock is dropped.
-    fn release(&mut self, key: LeaseKey, now: Instant, config: &GateConfig) -> Wakers {
+    fn release(
+        &mut self,
+        key: LeaseKey,
+        now: Instant,
+        outcome: WorkOutcome,
+        config: &GateConfig,
+    ) -> Wakers {
         let Some(record) = self.leases.try_remove(key.slot) else {
             return Wakers::default();
         };
@@ -427,7 +434,7 @@ impl GateState {
         if let Some(limit) = self
             .controller
             .as_mut()
-            .and_then(|c| c.sample(held, in_use))
+            .and_then(|c| c.sample(held, in_use, outcome))
         {
             // A lower limit takes nothing from a running call: fewer are promoted until fewer
             // than it are out. A higher one promotes as many waiters as it frees.
