@@ -14,7 +14,7 @@ mod shared;
 mod term_index;
 mod vectors;
 
-#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
 pub mod testing;
 
 pub use document::{

@@ -1,4 +1,5 @@
-//! For tests (this crate's, and with the `testing` feature, other crates'): a pool over a small
+//! For tests (this crate's and other crates'; always compiled, so that a test build and the
+//! binary's build compile this crate, and all that depends on it, once): a pool over a small
 //! corpus built in its own temporary directory (tests run in parallel threads of one process:
 //! none may share or delete another's directory).
 
