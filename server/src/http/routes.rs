@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 
 use super::access::{Access, guard};
 use super::openapi::{ApiDocument, ApiFrame};
-use super::request_id::{RequestScope, request_scope};
+use super::request_scope::{RequestScope, request_scope};
 use super::state::AppState;
 use super::{admin, corpus_swap, health, live, openapi, operator, retrieve};
 
