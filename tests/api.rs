@@ -1,7 +1,7 @@
 //! The OpenAPI document: served at `/openapi.json`, generated from the code's own types, and
 //! committed as `docs/openapi.json` — the same document everywhere.
 
-use crate::support::TestServer;
+use crate::support::TestApp;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_committed_document_is_the_generated_one() {
@@ -14,8 +14,8 @@ async fn the_committed_document_is_the_generated_one() {
         "docs/openapi.json is not the generated document; regenerate it with \
          `cargo run -p turnstile-cli -- openapi > docs/openapi.json`"
     );
-    let server = TestServer::start(&[]).await;
-    let served = server.get("/openapi.json").await.text().await.unwrap();
+    let app = TestApp::load(&[]).await;
+    let served = app.get("/openapi.json").await.text().await.unwrap();
     assert_eq!(served, generated);
     let document: serde_json::Value = serde_json::from_str(&served).unwrap();
     assert_eq!(document["openapi"], "3.1.0");
@@ -25,7 +25,7 @@ async fn the_committed_document_is_the_generated_one() {
             "{path} is not documented"
         );
     }
-    server.stop().await;
+    app.stop().await;
 }
 
 /// Schemathesis against a real server (`tests/schemathesis/run.sh`; `tests/setup.sh` installs
