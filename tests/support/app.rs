@@ -63,6 +63,16 @@ impl TestApp {
         Self { state, router }
     }
 
+    /// Loads like [`TestApp::load`], as a server listening beyond loopback does (`serve::run`):
+    /// `/state`, `/metrics` and the live page need admin access too.
+    pub async fn beyond_loopback(flags: &[&str]) -> Self {
+        let mut state = load(flags).await;
+        let mut admin = (*state.admin).clone();
+        admin.protect_state = true;
+        state.admin = std::sync::Arc::new(admin);
+        Self::over(state)
+    }
+
     /// Sends `request` through the router: the response, its body not read (a stream may never
     /// end).
     pub async fn respond(&self, mut request: Request<Body>) -> Response {
