@@ -5,22 +5,11 @@ use serde_json::{Value, json};
 use turnstile_fixtures::DELAY;
 
 use crate::support::{
-    TestApp, TestServer, child_state_when, hybrid_plugin, logged, serve_child, sha256_of,
-    stop_child,
+    TestApp, child_state_when, hybrid_plugin, logged, serve_child, sha256_of, stop_child,
 };
 
-async fn post(
-    server: &TestServer,
-    headers: &[(&str, &str)],
-    body: impl Into<reqwest::Body>,
-) -> (u16, Value) {
-    let mut request = server.client.post(server.url("/admin/plugin")).body(body);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+async fn post(app: &TestApp, headers: &[(&str, &str)], body: String) -> (u16, Value) {
+    app.post("/admin/plugin", headers, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,16 +144,16 @@ async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
     let retrieval = hybrid_plugin(dir.path());
     let pin = sha256_of(&retrieval);
     let retrieval_arg = retrieval.display().to_string();
-    let server = TestServer::start(&["--plugin", &retrieval_arg, "--plugin-sha256", &pin]).await;
+    let app = TestApp::load(&["--plugin", &retrieval_arg, "--plugin-sha256", &pin]).await;
     let json_ct = [("content-type", "application/json")];
-    let (status, body) = post(&server, &json_ct, json!({"path": DELAY}).to_string()).await;
+    let (status, body) = post(&app, &json_ct, json!({"path": DELAY}).to_string()).await;
     assert_eq!(
         (status, body["error"].as_str()),
         (422, Some("sha256_required")),
         "{body}"
     );
     let (status, body) = post(
-        &server,
+        &app,
         &json_ct,
         json!({"path": DELAY, "sha256": "0".repeat(64)}).to_string(),
     )
@@ -175,14 +164,14 @@ async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
     );
     let delay_sha = sha256_of(DELAY);
     let (status, body) = post(
-        &server,
+        &app,
         &json_ct,
         json!({"path": DELAY, "sha256": delay_sha, "config": {"delay_ms": "0"}}).to_string(),
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(server.state.swap.pin().unwrap().as_str(), delay_sha);
-    server.stop().await;
+    assert_eq!(app.state.swap.pin().unwrap().as_str(), delay_sha);
+    app.stop().await;
 }
 
 /// The pin rule on SIGHUP: the reloaded file must match the current pin — the startup pin, or
@@ -237,13 +226,13 @@ async fn a_group_writable_cache_directory_is_ignored() {
     std::fs::create_dir(&cache).unwrap();
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o775)).unwrap();
     let cache_arg = cache.display().to_string();
-    let server = TestServer::start(&["--cache-dir", &cache_arg]).await;
-    let (status, _) = server.retrieve(json!({"question": "json"})).await;
+    let app = TestApp::load(&["--cache-dir", &cache_arg]).await;
+    let (status, _) = app.retrieve(json!({"question": "json"})).await;
     assert_eq!(status, 200);
     assert_eq!(
         std::fs::read_dir(&cache).unwrap().count(),
         0,
         "something was cached"
     );
-    server.stop().await;
+    app.stop().await;
 }

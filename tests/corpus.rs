@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, binary};
+use crate::support::{TestApp, binary};
 
 /// A small help center: Markdown articles with headings, a text file, an HTML page, and files
 /// the builder must pass over.
@@ -137,7 +137,7 @@ async fn a_folder_of_markdown_becomes_a_corpus_that_answers_questions() {
 
     // Served with the default plugin: paraphrased questions find their article first.
     let cache = tmp.path().join("cache");
-    let server = TestServer::start(&[
+    let app = TestApp::load(&[
         "--corpus",
         out.to_str().unwrap(),
         "--cache-dir",
@@ -157,13 +157,13 @@ async fn a_folder_of_markdown_becomes_a_corpus_that_answers_questions() {
         ),
         ("when can I call support", "opening-hours.txt"),
     ] {
-        let (status, body) = server
+        let (status, body) = app
             .retrieve(json!({"question": question, "limit": 3}))
             .await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["sources"][0]["id"], expected, "{question}: {body}");
     }
-    server.stop().await;
+    app.stop().await;
 }
 
 #[test]

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
 use crate::support::{
-    STATE_DEADLINE, TestServer, child_retrieve, child_state_when, eventually, logged, serve_child,
-    sha256_of, stop_child,
+    STATE_DEADLINE, TestApp, TestServer, child_retrieve, child_state_when, eventually, logged,
+    serve_child, sha256_of, stop_child,
 };
 
 /// A corpus of `count` documents of the shipped corpus from `skip` on, each id prefixed with
@@ -46,6 +46,12 @@ async fn swap_corpus(server: &TestServer, body: Value) -> (u16, Value) {
         .await
         .unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// [`swap_corpus`], in process.
+async fn swap_corpus_in(app: &TestApp, body: Value) -> (u16, Value) {
+    let answer = app.post_json("/admin/corpus", &body).await;
+    (answer.status().as_u16(), answer.json().await.unwrap())
 }
 
 /// One answer as a client saw it: the corpus generation and sha256 it names, and its ids.
@@ -179,13 +185,13 @@ async fn an_old_corpus_stays_in_memory_exactly_as_long_as_a_request_admitted_bef
     let dir = tempfile::tempdir().unwrap();
     let a = corpus_file(dir.path(), "a.jsonl", "a:", 0, 200);
     let b = corpus_file(dir.path(), "b.jsonl", "b:", 200, 200);
-    let server = TestServer::start(&["--corpus", a.to_str().unwrap()]).await;
+    let app = TestApp::load(&["--corpus", a.to_str().unwrap()]).await;
     // What a running request holds: the generation it was admitted with (`retrieve` takes it
     // right after admission and keeps it until its worker returns).
-    let running = server.state.plugins.current();
-    let (status, body) = swap_corpus(&server, json!({"path": b.to_str().unwrap()})).await;
+    let running = app.state.plugins.current();
+    let (status, body) = swap_corpus_in(&app, json!({"path": b.to_str().unwrap()})).await;
     assert_eq!(status, 200, "{body}");
-    let ready = server.get_json("/readyz").await;
+    let ready = app.get_json("/readyz").await;
     assert_eq!(ready["corpus"]["generation"], 2, "{ready}");
     assert_eq!(ready["corpus"]["retired_in_memory"], 1, "{ready}");
     // The request still reads its own corpus, whole.
@@ -195,10 +201,10 @@ async fn an_old_corpus_stays_in_memory_exactly_as_long_as_a_request_admitted_bef
         .unwrap();
     assert!(!old.is_empty() && old.iter().all(|s| s.id.starts_with("a:")));
     drop((running, old));
-    let ready = server.get_json("/readyz").await;
+    let ready = app.get_json("/readyz").await;
     assert_eq!(ready["corpus"]["retired_in_memory"], 0, "{ready}");
     // A new request reads the new one.
-    let (status, answer) = server
+    let (status, answer) = app
         .retrieve(json!({"question": "read rows from a CSV file"}))
         .await;
     assert_eq!(status, 200, "{answer}");
@@ -222,7 +228,7 @@ async fn a_refused_corpus_changes_nothing_and_the_pin_is_the_plugins_rule() {
     let first_line = first_line.lines().next().unwrap();
     std::fs::write(&broken, format!("{first_line}\n{{\"id\": \"x\"}}\n")).unwrap();
     let (sha_a, sha_b) = (sha256_of(&a), sha256_of(&b));
-    let server = TestServer::start(&["--corpus", a.to_str().unwrap()]).await;
+    let app = TestApp::load(&["--corpus", a.to_str().unwrap()]).await;
     let path = |p: &Path| p.to_str().unwrap().to_owned();
 
     for (body, code, detail) in [
@@ -253,42 +259,42 @@ async fn a_refused_corpus_changes_nothing_and_the_pin_is_the_plugins_rule() {
         ),
         (json!({"path": ""}), "invalid_swap_request", "empty"),
     ] {
-        let (status, refused) = swap_corpus(&server, body.clone()).await;
+        let (status, refused) = swap_corpus_in(&app, body.clone()).await;
         assert_eq!(status, 422, "{body}: {refused}");
         assert_eq!(refused["error"], code, "{body}: {refused}");
         assert!(
             refused["detail"].as_str().unwrap().contains(detail),
             "{body}: {refused}"
         );
-        let ready = server.get_json("/readyz").await;
+        let ready = app.get_json("/readyz").await;
         assert_eq!(ready["corpus"]["generation"], 1, "{ready}");
         assert_eq!(ready["corpus"]["sha256"], sha_a, "{ready}");
-        let (status, answer) = server.retrieve(json!({"question": "json"})).await;
+        let (status, answer) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200, "{answer}");
         assert_eq!(answer["corpus"]["generation"], 1);
     }
 
     // The corpus being served again: nothing to load, nothing installed.
-    let (status, same) = swap_corpus(&server, json!({"path": path(&a)})).await;
+    let (status, same) = swap_corpus_in(&app, json!({"path": path(&a)})).await;
     assert_eq!(status, 200, "{same}");
     assert_eq!(same["status"], "unchanged");
     assert_eq!(same["corpus"]["generation"], 1);
     assert_eq!(same["smoke_checks_passed"], 0);
 
     // A swap that names its sha256 pins the corpus: from then on every swap must name one.
-    let (status, pinned) = swap_corpus(&server, json!({"path": path(&b), "sha256": sha_b})).await;
+    let (status, pinned) = swap_corpus_in(&app, json!({"path": path(&b), "sha256": sha_b})).await;
     assert_eq!(status, 200, "{pinned}");
     assert_eq!(pinned["corpus"]["generation"], 2);
-    let (status, refused) = swap_corpus(&server, json!({"path": path(&a)})).await;
+    let (status, refused) = swap_corpus_in(&app, json!({"path": path(&a)})).await;
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"], "sha256_required", "{refused}");
-    let (status, back) = swap_corpus(&server, json!({"path": path(&a), "sha256": sha_a})).await;
+    let (status, back) = swap_corpus_in(&app, json!({"path": path(&a), "sha256": sha_a})).await;
     assert_eq!(status, 200, "{back}");
     assert_eq!(back["corpus"]["generation"], 3);
     // The first corpus's index was built already: reused.
     assert_eq!(back["index"], "reused", "{back}");
 
-    let metrics = server.get("/metrics").await.text().await.unwrap();
+    let metrics = app.get("/metrics").await.text().await.unwrap();
     for line in [
         r#"turnstile_corpus_swaps_total{result="swapped"} 2"#,
         r#"turnstile_corpus_swaps_total{result="unchanged"} 1"#,

@@ -1,19 +1,19 @@
 //! Each trusted fixture behaves as documented, chosen only by the operator.
 
-use crate::support::{TestServer, ids};
+use crate::support::{TestApp, ids};
 use serde_json::json;
 use turnstile_fixtures as components;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_holds_the_worker_for_delay_ms_then_really_retrieves() {
-    let server = TestServer::start(&[
+    let app = TestApp::load(&[
         "--plugin",
         components::DELAY,
         "--plugin-config",
         "delay_ms=300",
     ])
     .await;
-    let (status, body) = server
+    let (status, body) = app
         .retrieve(json!({"question": "json dumps", "limit": 3}))
         .await;
     assert_eq!(status, 200, "{body}");
@@ -23,35 +23,35 @@ async fn delay_holds_the_worker_for_delay_ms_then_really_retrieves() {
     );
     let ids = ids(&body);
     assert!(!ids.is_empty() && ids.len() <= 3);
-    assert_eq!(server.state.plugin().corpus().sessions_opened(), 1);
-    assert_eq!(server.state.plugin().corpus().live_sessions(), 0);
-    server.stop().await;
+    assert_eq!(app.state.plugin().corpus().sessions_opened(), 1);
+    assert_eq!(app.state.plugin().corpus().live_sessions(), 0);
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_refuses_a_bad_setting_with_500() {
-    let server = TestServer::start(&[
+    let app = TestApp::load(&[
         "--plugin",
         components::DELAY,
         "--plugin-config",
         "delay_ms=forever",
     ])
     .await;
-    let (status, body) = server.retrieve(json!({"question": "json"})).await;
+    let (status, body) = app.retrieve(json!({"question": "json"})).await;
     assert_eq!(status, 500, "{body}");
-    assert_eq!(server.state.admission.gate().snapshot().active, 0);
-    server.stop().await;
+    assert_eq!(app.state.admission.gate().snapshot().active, 0);
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_fails_constructing_its_tools_and_the_lease_is_released() {
-    let server = TestServer::start(&["--plugin", components::FAULT, "--max-active", "1"]).await;
+    let app = TestApp::load(&["--plugin", components::FAULT, "--max-active", "1"]).await;
     for _ in 0..3 {
-        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        let (status, body) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 500, "{body}");
         assert_eq!(body["status"], "internal_error");
     }
-    let snapshot = server.state.admission.gate().snapshot();
+    let snapshot = app.state.admission.gate().snapshot();
     assert_eq!(snapshot.active, 0);
     let released = snapshot
         .events
@@ -59,13 +59,13 @@ async fn fault_fails_constructing_its_tools_and_the_lease_is_released() {
         .filter(|e| e.status == turnstile_gate::EventStatus::Released)
         .count();
     assert_eq!(released, 3);
-    assert_eq!(server.state.plugin().corpus().live_sessions(), 0);
-    server.stop().await;
+    assert_eq!(app.state.plugin().corpus().live_sessions(), 0);
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_cannot_choose_a_delay_or_a_plugin() {
-    let server = TestServer::start(&[
+    let app = TestApp::load(&[
         "--plugin",
         components::DELAY,
         "--plugin-config",
@@ -77,10 +77,10 @@ async fn a_request_cannot_choose_a_delay_or_a_plugin() {
         json!({"question": "json", "plugin": "fault"}),
         json!({"question": "json", "config": {"delay_ms": "5000"}}),
     ] {
-        let (status, answer) = server.retrieve(body).await;
+        let (status, answer) = app.retrieve(body).await;
         assert_eq!(status, 422);
         assert_eq!(answer["error"], "unknown_field");
     }
-    assert_eq!(server.state.admission.gate().snapshot().events.len(), 0);
-    server.stop().await;
+    assert_eq!(app.state.admission.gate().snapshot().events.len(), 0);
+    app.stop().await;
 }

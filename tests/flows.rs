@@ -1,14 +1,14 @@
-//! Flows over real HTTP (`--flow-header`): a flood in one flow waits in its own lane and does not
+//! Flows (`--flow-header`): over real HTTP, a flood in one flow waits in its own lane and does not
 //! hold up another; weights are slots per turn; a full lane refuses its own flow only and says
-//! so; a bad flow name is refused before anything runs, without being echoed; `/state` and
-//! `/metrics` show each flow.
+//! so; `/state` and `/metrics` show each flow. In process: a bad flow name is refused before
+//! anything runs, without being echoed, and without flows on the header is ignored.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
-use crate::support::{TestServer, eventually};
+use crate::support::{TestApp, TestServer, eventually};
 
 const HEADER: &str = "x-tenant";
 
@@ -22,6 +22,18 @@ async fn retrieve_as(server: &TestServer, flow: Option<&str>) -> (u16, Value) {
     }
     let response = request.send().await.unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// [`retrieve_as`], in process.
+async fn retrieve_in(app: &TestApp, flow: Option<&str>) -> (u16, Value) {
+    let mut headers = vec![("content-type", "application/json")];
+    headers.extend(flow.map(|flow| (HEADER, flow)));
+    app.post(
+        "/retrieve",
+        &headers,
+        json!({"question": "json dumps"}).to_string(),
+    )
+    .await
 }
 
 /// Waits until `/state` shows each of `flows` with (active, waiting).
@@ -134,9 +146,9 @@ async fn a_flood_waits_in_its_own_lane_and_weights_are_slots_per_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_flow_name_is_refused_before_anything_runs_and_not_echoed() {
-    let server = TestServer::start(&["--flow-header", HEADER]).await;
+    let app = TestApp::load(&["--flow-header", HEADER]).await;
     for bad in ["two words", "(overflow)", &"x".repeat(65), "<script>"] {
-        let (status, body) = retrieve_as(&server, Some(bad)).await;
+        let (status, body) = retrieve_in(&app, Some(bad)).await;
         assert_eq!(status, 400, "{bad:?}: {body}");
         assert_eq!(body["error"], "invalid_flow", "{body}");
         assert!(
@@ -145,30 +157,32 @@ async fn a_bad_flow_name_is_refused_before_anything_runs_and_not_echoed() {
         );
     }
     // The header given twice is refused too.
-    let response = server
-        .client
-        .post(server.url("/retrieve"))
-        .header(HEADER, "a")
-        .header(HEADER, "b")
-        .json(&json!({"question": "json dumps"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 400);
+    let (status, _) = app
+        .post(
+            "/retrieve",
+            &[
+                ("content-type", "application/json"),
+                (HEADER, "a"),
+                (HEADER, "b"),
+            ],
+            json!({"question": "json dumps"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 400);
     // Nothing reached the gate; a good name and no header both answer.
-    let state = server.get_json("/state").await;
+    let state = app.get_json("/state").await;
     assert_eq!(state["totals"]["admitted"], 0, "{state}");
-    assert_eq!(retrieve_as(&server, Some("tenant-1")).await.0, 200);
-    assert_eq!(retrieve_as(&server, None).await.0, 200);
+    assert_eq!(retrieve_in(&app, Some("tenant-1")).await.0, 200);
+    assert_eq!(retrieve_in(&app, None).await.0, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_flow_header_the_header_is_ignored_and_the_body_unchanged() {
-    let server = TestServer::start(&[]).await;
-    let (status, body) = retrieve_as(&server, Some("two words")).await;
+    let app = TestApp::load(&[]).await;
+    let (status, body) = retrieve_in(&app, Some("two words")).await;
     assert_eq!(status, 200, "{body}");
-    let state = server.get_json("/state").await;
+    let state = app.get_json("/state").await;
     assert!(state.get("flows").is_none(), "{state}");
-    let metrics = server.get("/metrics").await.text().await.unwrap();
+    let metrics = app.get("/metrics").await.text().await.unwrap();
     assert!(!metrics.contains("turnstile_flow_"), "{metrics}");
 }

@@ -1,9 +1,10 @@
 //! The admission gate end to end: real HTTP, the real `delay` fixture holding a worker thread,
-//! ordering established from the server's `/state`, never from sleeps.
+//! ordering established from the server's `/state`, never from sleeps (and, in process, that an
+//! invalid request never reaches it).
 
 use std::time::Duration;
 
-use crate::support::{TestServer, delay_server, impatient_client, statuses};
+use crate::support::{TestApp, TestServer, delay_server, impatient_client, statuses};
 use serde_json::{Value, json};
 
 fn post(server: &TestServer) -> tokio::task::JoinHandle<(u16, Option<String>, Value)> {
@@ -175,12 +176,12 @@ async fn a_client_timeout_does_not_release_the_running_workers_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_requests_never_take_a_lease() {
-    let server = TestServer::start(&["--max-active", "1", "--max-waiting", "0"]).await;
-    let (status, _) = server.retrieve(json!({"question": ""})).await;
+    let app = TestApp::load(&["--max-active", "1", "--max-waiting", "0"]).await;
+    let (status, _) = app.retrieve(json!({"question": ""})).await;
     assert_eq!(status, 422);
-    let state = server.state_when("any state", |_| true).await;
+    let state = app.state_when("any state", |_| true).await;
     assert_eq!(state["events"].as_array().unwrap().len(), 0);
-    server.stop().await;
+    app.stop().await;
 }
 
 #[test]

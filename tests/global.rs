@@ -365,7 +365,10 @@ async fn a_killed_replica_gives_its_permits_back_within_the_lease_ttl() {
     // Nothing is over-admitted while the dead replica's leases run out.
     while !waiting.is_finished() {
         let g = global(&survivor).await;
-        assert!(g["holders"].as_u64().unwrap_or(0) <= 2, "{g}");
+        let holders = g["holders"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no global holders count: {g}"));
+        assert!(holders <= 2, "{holders} global leases out: {g}");
         assert!(
             killed.elapsed() < design_bound,
             "not admitted within the design bound ({design_bound:?}): {g}"

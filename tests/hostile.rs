@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use turnstile_fixtures::{HOSTILE, TABLE_GROW};
 
 use crate::support::{
-    TestServer, child_retrieve, child_state_when, logged, serve_child, stop_child,
+    TestApp, TestServer, child_retrieve, child_state_when, logged, serve_child, stop_child,
 };
 
 fn hostile(attempt: &str, trigger: Option<&str>) -> Vec<String> {
@@ -26,6 +26,11 @@ fn hostile(attempt: &str, trigger: Option<&str>) -> Vec<String> {
 
 async fn retrieve(server: &TestServer, question: &str) -> (u16, Value) {
     server.retrieve(json!({"question": question})).await
+}
+
+/// [`retrieve`], in process.
+async fn ask(app: &TestApp, question: &str) -> (u16, Value) {
+    app.retrieve(json!({"question": question})).await
 }
 
 /// A call that never returns keeps its slot (the serving engine never interrupts it), and is
@@ -151,27 +156,27 @@ fn check_refuses_a_looping_plugin_with_timeout() {
 /// checks run with a call deadline); the swap lock is released, so the next good swap works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn looping_sleeping_and_slow_candidates_are_refused_and_the_next_swap_works() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     for config in [
         json!({"attempt": "spin"}),
         json!({"attempt": "sleep", "sleep_ms": "4000"}),
         json!({"attempt": "slow", "slow_ms": "3000"}),
     ] {
-        let response = server
+        let response = app
             .swap_plugin(json!({"path": HOSTILE, "config": config}))
             .await;
         assert_eq!(response.status().as_u16(), 422, "{config}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"], "timeout", "{config}: {body}");
-        let (status, served) = retrieve(&server, "json").await;
+        let (status, served) = ask(&app, "json").await;
         assert_eq!(status, 200);
         assert_eq!(served["plugin"]["generation"], 1);
     }
-    let good = server
+    let good = app
         .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
         .await;
     assert_eq!(good.status().as_u16(), 200);
-    server.stop().await;
+    app.stop().await;
 }
 
 /// Ids the corpus does not have, and a 1 MiB id: served as strictly as `check` checks, so 500.
@@ -180,13 +185,13 @@ async fn oversized_and_unknown_ids_are_never_served() {
     for attempt in ["big-id", "unknown-id"] {
         let flags = hostile(attempt, Some("evil"));
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-        let server = TestServer::start(&flags).await;
-        let (status, _) = retrieve(&server, "json").await;
+        let app = TestApp::load(&flags).await;
+        let (status, _) = ask(&app, "json").await;
         assert_eq!(status, 200, "{attempt}: the trigger word is absent");
-        let (status, body) = retrieve(&server, "evil json").await;
+        let (status, body) = ask(&app, "evil json").await;
         assert_eq!(status, 500, "{attempt}: {body}");
         assert_eq!(body["status"], "internal_error");
-        server.stop().await;
+        app.stop().await;
     }
 }
 
@@ -196,16 +201,16 @@ async fn oversized_and_unknown_ids_are_never_served() {
 async fn a_slow_corpus_expression_is_stopped_by_the_time_budget() {
     let flags = hostile("slow-query", None);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start(&flags).await;
-    let plugin = server.state.plugin();
+    let app = TestApp::load(&flags).await;
+    let plugin = app.state.plugin();
     let outcome = tokio::task::spawn_blocking(move || plugin.retrieve("json", 5, 0))
         .await
         .unwrap();
     let error = outcome.unwrap_err().to_string();
     assert!(error.contains("time budget"), "{error}");
-    let (status, _) = retrieve(&server, "json").await;
+    let (status, _) = ask(&app, "json").await;
     assert_eq!(status, 500);
-    server.stop().await;
+    app.stop().await;
 }
 
 /// Floods of log messages and stdout are cut at their per-call bounds and counted; the call
@@ -215,8 +220,8 @@ async fn log_and_stdout_floods_are_cut_and_counted() {
     for (attempt, what) in [("log-flood", "messages"), ("stdout-flood", "bytes")] {
         let flags = hostile(attempt, None);
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-        let server = TestServer::start(&flags).await;
-        let plugin = server.state.plugin();
+        let app = TestApp::load(&flags).await;
+        let plugin = app.state.plugin();
         let (result, stats) =
             tokio::task::spawn_blocking(move || plugin.retrieve_metered("json", 3, 0))
                 .await
@@ -232,9 +237,9 @@ async fn log_and_stdout_floods_are_cut_and_counted() {
                 (1 << 20) - turnstile_host::MAX_CAPTURED_OUTPUT as u64
             ),
         }
-        let (status, _) = retrieve(&server, "json").await;
+        let (status, _) = ask(&app, "json").await;
         assert_eq!(status, 200, "{attempt}");
-        server.stop().await;
+        app.stop().await;
     }
 }
 
@@ -311,9 +316,9 @@ fn resident_bytes() -> u64 {
 /// then a good candidate installs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hung_candidates_then_a_good_one_which_installs() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     for n in 0..5 {
-        let response = server
+        let response = app
             .swap_plugin(json!({
                 "path": HOSTILE,
                 "config": {"attempt": "sleep", "sleep_ms": "60000"}
@@ -328,14 +333,14 @@ async fn five_hung_candidates_then_a_good_one_which_installs() {
             "hung candidate {n} was refused for another's calls: {detail}"
         );
     }
-    let good = server
+    let good = app
         .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
         .await;
     let status = good.status().as_u16();
     let body: Value = good.json().await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["generation"], 2, "{body}");
-    server.stop().await;
+    app.stop().await;
 }
 
 /// Two swaps at once: a candidate slow to check does not hold up a quick one, which installs;

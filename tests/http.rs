@@ -1,7 +1,11 @@
-//! End-to-end tests of `/retrieve` over real HTTP with real wasm components.
+//! `/retrieve` with real wasm components: once end to end over real HTTP, and what the handler
+//! does — validation, the plugin's answers and failures, health — in process, without a socket.
+
+use axum::body::Body;
+use axum::http::Request;
+use serde_json::json;
 
 use crate::support::{TestApp, TestServer, hybrid_plugin, ids};
-use serde_json::json;
 use turnstile_fixtures as components;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,7 +58,7 @@ async fn answers_with_relevant_sources() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fts_syntax_in_questions_is_inert() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     for question in [
         "NEAR(json dumps) AND OR NOT * \" ( ) : ^",
         "\"unbalanced",
@@ -63,10 +67,10 @@ async fn fts_syntax_in_questions_is_inert() {
         "the and of to",
         "?!",
     ] {
-        let (status, body) = server.retrieve(json!({"question": question})).await;
+        let (status, body) = app.retrieve(json!({"question": question})).await;
         assert_eq!(status, 200, "{question:?} → {body}");
     }
-    server.stop().await;
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,24 +172,24 @@ async fn every_bad_input_gets_its_status_and_code_and_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_is_opened_per_call_and_closed_after_it() {
-    let server = TestServer::start(&[]).await;
-    let corpus = server.state.plugin().corpus().clone();
+    let app = TestApp::load(&[]).await;
+    let corpus = app.state.plugin().corpus().clone();
     let before = corpus.sessions_opened();
     for _ in 0..3 {
-        let (status, _) = server.retrieve(json!({"question": "json"})).await;
+        let (status, _) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200);
         assert_eq!(corpus.live_sessions(), 0);
     }
     assert_eq!(corpus.sessions_opened(), before + 3);
-    server.stop().await;
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trapping_plugin_gets_500_and_its_session_is_still_closed() {
-    let server = TestServer::start(&["--plugin", components::FAULT]).await;
-    let corpus = server.state.plugin().corpus().clone();
+    let app = TestApp::load(&["--plugin", components::FAULT]).await;
+    let corpus = app.state.plugin().corpus().clone();
     for _ in 0..2 {
-        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        let (status, body) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 500, "{body}");
         assert_eq!(body["status"], "internal_error");
         assert!(body["request_id"].is_u64());
@@ -196,22 +200,19 @@ async fn a_trapping_plugin_gets_500_and_its_session_is_still_closed() {
         );
     }
     assert_eq!(corpus.sessions_opened(), 2);
-    let health = server.get("/healthz").await;
+    let health = app.get("/healthz").await;
     assert_eq!(health.status().as_u16(), 200);
-    server.stop().await;
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guest_errors_and_contract_violations_are_500() {
     for mode in ["mode=error", "mode=oversized", "mode=nonsense"] {
-        let server =
-            TestServer::start(&["--plugin", components::FAULT, "--plugin-config", mode]).await;
-        let (status, body) = server
-            .retrieve(json!({"question": "json", "limit": 3}))
-            .await;
+        let app = TestApp::load(&["--plugin", components::FAULT, "--plugin-config", mode]).await;
+        let (status, body) = app.retrieve(json!({"question": "json", "limit": 3})).await;
         assert_eq!(status, 500, "{mode}: {body}");
         assert_eq!(body["status"], "internal_error");
-        server.stop().await;
+        app.stop().await;
     }
 }
 
@@ -231,49 +232,45 @@ async fn the_sandbox_holds() {
         "nearest-bad",
     ] {
         let config = format!("attempt={attempt}");
-        let server =
-            TestServer::start(&["--plugin", components::HOSTILE, "--plugin-config", &config]).await;
-        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        let app =
+            TestApp::load(&["--plugin", components::HOSTILE, "--plugin-config", &config]).await;
+        let (status, body) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 500, "{attempt} was not refused: {body}");
         assert_eq!(body["status"], "internal_error");
-        assert_eq!(
-            server.state.plugin().corpus().live_sessions(),
-            0,
-            "{attempt}"
-        );
+        assert_eq!(app.state.plugin().corpus().live_sessions(), 0, "{attempt}");
         // The same process stays healthy: swap in the default plugin and serve a normal request.
-        let swapped = server.swap_plugin(json!({"path": retrieval})).await;
+        let swapped = app.swap_plugin(json!({"path": retrieval})).await;
         assert_eq!(swapped.status().as_u16(), 200, "{attempt}");
-        let (status, body) = server.retrieve(json!({"question": "json"})).await;
+        let (status, body) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200, "{attempt}: {body}");
         assert_eq!(body["plugin"]["name"], "retrieval-hybrid");
-        server.stop().await;
+        app.stop().await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_component_is_served_without_rebuilding_the_host() {
-    let server = TestServer::start(&[
+    let app = TestApp::load(&[
         "--plugin",
         components::DELAY,
         "--plugin-config",
         "delay_ms=1",
     ])
     .await;
-    let (status, body) = server.retrieve(json!({"question": "json dumps"})).await;
+    let (status, body) = app.retrieve(json!({"question": "json dumps"})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["plugin"]["name"], "delay");
     let sha = body["plugin"]["sha256"].as_str().unwrap();
     assert_eq!(sha.len(), 64);
     assert_ne!(sha, server_default_sha().await);
     assert!(!ids(&body).is_empty());
-    server.stop().await;
+    app.stop().await;
 }
 
 async fn server_default_sha() -> String {
-    let server = TestServer::start(&[]).await;
-    let sha = server.state.plugin().sha256().to_owned();
-    server.stop().await;
+    let app = TestApp::load(&[]).await;
+    let sha = app.state.plugin().sha256().to_owned();
+    app.stop().await;
     sha
 }
 
@@ -293,12 +290,81 @@ async fn a_component_asking_for_what_no_plugin_gets_is_refused_at_startup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_readiness() {
-    let server = TestServer::start(&[]).await;
-    let health: serde_json::Value = server.get_json("/healthz").await;
+    let app = TestApp::load(&[]).await;
+    let health: serde_json::Value = app.get_json("/healthz").await;
     assert_eq!(health["status"], "ok");
-    let ready: serde_json::Value = server.get_json("/readyz").await;
+    let ready: serde_json::Value = app.get_json("/readyz").await;
     assert_eq!(ready["status"], "ready");
     assert!(ready["corpus"]["documents"].as_u64().unwrap() > 1000);
     assert_eq!(ready["plugin"]["name"], "retrieval-hybrid");
-    server.stop().await;
+    app.stop().await;
+}
+
+/// Every response names its request id; a client's well-formed id is kept, any other replaced;
+/// a 500's `request_id` is the same request's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_carries_its_request_id() {
+    let app = TestApp::load(&["--plugin", components::FAULT, "--max-active", "1"]).await;
+    let health = app.get("/healthz").await;
+    let generated = health.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(generated.parse::<u64>().is_ok(), "{generated}");
+    let with_id = |path: &str, id: &str| {
+        Request::get(path)
+            .header("x-request-id", id)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let kept = app.request(with_id("/healthz", "trace-7f:abc")).await;
+    assert_eq!(kept.headers()["x-request-id"], "trace-7f:abc");
+    let replaced = app
+        .request(with_id("/readyz", "has spaces and; more"))
+        .await;
+    assert_ne!(replaced.headers()["x-request-id"], "has spaces and; more");
+    let failed = app
+        .post_json("/retrieve", &json!({"question": "json"}))
+        .await;
+    assert_eq!(failed.status().as_u16(), 500);
+    let header = failed.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = failed.json().await.unwrap();
+    assert_eq!(body["request_id"].as_u64().unwrap().to_string(), header);
+    for status in [413, 422] {
+        let body = if status == 413 {
+            vec![b' '; 9000]
+        } else {
+            b"{}".to_vec()
+        };
+        let response = app
+            .request(
+                Request::post("/retrieve")
+                    .header("content-type", "application/json")
+                    .body(Body::from(body))
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), status);
+        assert!(response.headers().contains_key("x-request-id"));
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_key_is_refused() {
+    let app = TestApp::load(&[]).await;
+    let (status, body) = app
+        .post(
+            "/retrieve",
+            &[("content-type", "application/json")],
+            r#"{"question": "json", "limit": 2, "limit": 20}"#,
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"], "duplicate_field");
+    assert_eq!(app.state.admission.gate().snapshot().events.len(), 0);
+    app.stop().await;
 }

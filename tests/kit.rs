@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, cache_dir};
+use crate::support::{TestApp, cache_dir};
 
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
@@ -84,12 +84,12 @@ async fn scaffold_build_check_serve_and_swap(lang: &str) {
     assert!(checked.contains(", 0 failed"), "{checked}");
     assert!(checked.contains("recall@5"), "{checked}");
 
-    let server = TestServer::start(&[]).await;
-    let response = server.swap_plugin(json!({"path": wasm})).await;
+    let app = TestApp::load(&[]).await;
+    let response = app.swap_plugin(json!({"path": wasm})).await;
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap();
     assert_eq!(status, 200, "{lang}: {body}");
-    let (status, answer) = server
+    let (status, answer) = app
         .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
         .await;
     assert_eq!(status, 200, "{lang}: {answer}");
@@ -100,7 +100,7 @@ async fn scaffold_build_check_serve_and_swap(lang: &str) {
         ids.iter().any(|id| id.starts_with("json")),
         "{lang}: {ids:?}"
     );
-    server.stop().await;
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use turnstile_fixtures::{FAULT, HOSTILE};
 
-use crate::support::TestServer;
+use crate::support::{TestApp, TestServer};
 
 /// The samples of a scrape: series (name and labels, as written) → value.
 fn samples(text: &str) -> HashMap<String, f64> {
@@ -186,10 +186,10 @@ async fn a_scrape_after_a_mixed_run_passes_promtool_and_counts_what_clients_saw(
 /// A trap counts as `trap`; a 500 as `5xx`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trap_is_counted_as_one() {
-    let server = TestServer::start(&["--plugin", FAULT]).await;
-    let (status, _) = server.retrieve(json!({"question": "json"})).await;
+    let app = TestApp::load(&["--plugin", FAULT]).await;
+    let (status, _) = app.retrieve(json!({"question": "json"})).await;
     assert_eq!(status, 500);
-    let s = samples(&server.get("/metrics").await.text().await.unwrap());
+    let s = samples(&app.get("/metrics").await.text().await.unwrap());
     assert_eq!(
         value(&s, r#"turnstile_plugin_calls_total{outcome="trap"}"#),
         1.0
@@ -201,7 +201,7 @@ async fn a_trap_is_counted_as_one() {
         ),
         1.0
     );
-    server.stop().await;
+    app.stop().await;
 }
 
 /// `promtool check metrics` (Debian's `prometheus` package; `.ci/run` installs it).
@@ -233,12 +233,12 @@ fn promtool_accepts(text: &str) {
 /// by it, the delay fixture's searches too, and the scrape says so (with the index's memory).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_term_index_answers_the_default_plugins_queries() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     for question in ["parse command line arguments", "serialize json"] {
-        let (status, body): (u16, Value) = server.retrieve(json!({"question": question})).await;
+        let (status, body): (u16, Value) = app.retrieve(json!({"question": question})).await;
         assert_eq!(status, 200, "{body}");
     }
-    let s = samples(&server.get("/metrics").await.text().await.unwrap());
+    let s = samples(&app.get("/metrics").await.text().await.unwrap());
     let queries = |call: &str, path: &str| {
         value(
             &s,
@@ -254,16 +254,16 @@ async fn the_term_index_answers_the_default_plugins_queries() {
     assert_eq!(queries("search", "fts5"), 0.0);
     // The delay fixture calls `search` (contract 0.1.0), not `rank`: the term index answers that
     // too, snippets included.
-    let swapped = server
+    let swapped = app
         .swap_plugin(json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "0"}}))
         .await;
     assert_eq!(swapped.status().as_u16(), 200);
-    let (status, body): (u16, Value) = server
+    let (status, body): (u16, Value) = app
         .retrieve(json!({"question": "round half up decimal rounding"}))
         .await;
     assert_eq!(status, 200, "{body}");
     assert!(!body["sources"].as_array().unwrap().is_empty(), "{body}");
-    let s = samples(&server.get("/metrics").await.text().await.unwrap());
+    let s = samples(&app.get("/metrics").await.text().await.unwrap());
     let queries = |call: &str, path: &str| {
         value(
             &s,
@@ -272,5 +272,5 @@ async fn the_term_index_answers_the_default_plugins_queries() {
     };
     assert!(queries("search", "term_index") >= 1.0);
     assert_eq!(queries("search", "fts5"), 0.0);
-    server.stop().await;
+    app.stop().await;
 }

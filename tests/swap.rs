@@ -1,4 +1,5 @@
-//! Hot swap without restart, integrity pinning and admin access, over real HTTP.
+//! Hot swap without restart, integrity pinning and admin access: under load over real HTTP, and
+//! by SIGHUP to a real process; refusals and tokens in process.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,8 +8,8 @@ use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
 use crate::support::{
-    STATE_DEADLINE, TestServer, child_retrieve, child_state_when, eventually, hybrid_plugin,
-    logged, serve_child, sha256_of, stop_child,
+    STATE_DEADLINE, TestApp, TestServer, child_retrieve, child_state_when, eventually,
+    hybrid_plugin, logged, serve_child, sha256_of, stop_child,
 };
 
 async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Value) {
@@ -18,6 +19,14 @@ async fn swap(server: &TestServer, body: Value, token: Option<&str>) -> (u16, Va
     }
     let response = request.send().await.unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// [`swap`], in process.
+async fn swap_in(app: &TestApp, body: Value, token: Option<&str>) -> (u16, Value) {
+    let mut headers = vec![("content-type", "application/json".to_owned())];
+    headers.extend(token.map(|t| ("authorization", format!("Bearer {t}"))));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    app.post("/admin/plugin", &headers, body.to_string()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,7 +99,7 @@ async fn a_swap_under_load_loses_and_fails_no_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_candidate_leaves_the_old_plugin_serving() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     let cases = [
         (
             json!({"path": "/nonexistent/plugin.wasm"}),
@@ -104,11 +113,11 @@ async fn a_failed_candidate_leaves_the_old_plugin_serving() {
         ),
     ];
     for (body, code) in cases {
-        let (status, answer) = swap(&server, body, None).await;
+        let (status, answer) = swap_in(&app, body, None).await;
         assert_eq!(status, 422, "{answer}");
         assert_eq!(answer["status"], "swap_failed");
         assert_eq!(answer["error"], code, "{answer}");
-        let (status, served) = server.retrieve(json!({"question": "json"})).await;
+        let (status, served) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 200);
         assert_eq!(served["plugin"]["generation"], 1);
         assert_eq!(served["plugin"]["name"], "retrieval-hybrid");
@@ -123,28 +132,28 @@ async fn a_failed_candidate_leaves_the_old_plugin_serving() {
             "invalid_swap_request",
         ),
     ] {
-        let (status, answer) = swap(&server, body, None).await;
+        let (status, answer) = swap_in(&app, body, None).await;
         assert_eq!(status, 422);
         assert_eq!(answer["error"], code);
     }
-    server.stop().await;
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_endpoints_need_the_token_when_one_is_set() {
-    let server = TestServer::start(&["--admin-token", "s3cret-token"]).await;
+    let app = TestApp::load(&["--admin-token", "s3cret-token"]).await;
     let body = json!({"path": components::DELAY, "config": {"delay_ms": "0"}});
-    let (status, answer) = swap(&server, body.clone(), None).await;
+    let (status, answer) = swap_in(&app, body.clone(), None).await;
     assert_eq!(status, 401, "{answer}");
     assert_eq!(answer["status"], "unauthorized");
-    let (status, _) = swap(&server, body.clone(), Some("wrong")).await;
+    let (status, _) = swap_in(&app, body.clone(), Some("wrong")).await;
     assert_eq!(status, 401);
-    let (status, answer) = swap(&server, body, Some("s3cret-token")).await;
+    let (status, answer) = swap_in(&app, body, Some("s3cret-token")).await;
     assert_eq!(status, 200, "{answer}");
-    // The server listens on loopback, so /state stays open.
-    let state = server.get("/state").await;
+    // As on a server listening on loopback, /state stays open.
+    let state = app.get("/state").await;
     assert_eq!(state.status().as_u16(), 200);
-    server.stop().await;
+    app.stop().await;
 }
 
 #[test]

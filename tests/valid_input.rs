@@ -5,19 +5,19 @@ use proptest::prelude::*;
 use serde_json::json;
 use turnstile_host::{Plugin, PluginSource};
 
-use crate::support::TestServer;
+use crate::support::TestApp;
 
 /// The cases the edge once answered with 500: one 500-character "word" of Japanese, and of é.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_single_word_questions_are_answered() {
-    let server = TestServer::start(&[]).await;
+    let app = TestApp::load(&[]).await;
     for question in ["文字列を分割する方法".repeat(50), "é".repeat(500)] {
-        let (status, body) = server
+        let (status, body) = app
             .retrieve(json!({"question": question, "limit": 20}))
             .await;
         assert_eq!(status, 200, "{body}");
     }
-    server.stop().await;
+    app.stop().await;
 }
 
 fn valid_question() -> impl Strategy<Value = String> {

@@ -18,7 +18,7 @@ use crate::heartbeat::{heartbeat, wake_ups};
 use crate::inner::{Inner, Started, lock};
 use crate::keys::Keys;
 use crate::lease::{GlobalLease, Queued};
-use crate::outcome::{Admission, GlobalRefusal};
+use crate::outcome::{GlobalGrant, GlobalRefusal};
 use crate::scripts::Scripts;
 use crate::status::{GlobalStatus, GlobalTotals, Stats};
 
@@ -99,10 +99,10 @@ impl GlobalGate {
     }
 
     /// A global lease before `deadline`, in FIFO order across replicas; or a refusal; or, when
-    /// Redis fails and the mode is `open`, [`Admission::FailedOpen`].
+    /// Redis fails and the mode is `open`, [`GlobalGrant::FailedOpen`].
     ///
     /// Cancel safe: dropping the future while it waits takes it out of the global queue.
-    pub async fn acquire(&self, deadline: Instant) -> Result<Admission, GlobalRefusal> {
+    pub async fn acquire(&self, deadline: Instant) -> Result<GlobalGrant, GlobalRefusal> {
         let inner = &self.inner;
         let Some(started) = inner.started.get() else {
             return failed(inner, "the global gate was not started");
@@ -157,7 +157,7 @@ impl GlobalGate {
                         .stats
                         .waited_us
                         .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
-                    return Ok(Admission::Granted(GlobalLease {
+                    return Ok(GlobalGrant::Lease(GlobalLease {
                         inner: Arc::clone(inner),
                         id,
                     }));
@@ -259,7 +259,7 @@ impl GlobalGate {
 }
 
 /// Redis could not decide: admit alone or refuse, as configured.
-fn failed(inner: &Inner, why: &str) -> Result<Admission, GlobalRefusal> {
+fn failed(inner: &Inner, why: &str) -> Result<GlobalGrant, GlobalRefusal> {
     match inner.config.failure {
         FailureMode::Open => {
             inner.stats.failed_open.fetch_add(1, Ordering::Relaxed);
@@ -267,7 +267,7 @@ fn failed(inner: &Inner, why: &str) -> Result<Admission, GlobalRefusal> {
                 why,
                 "global gate unavailable: admitted on the local gate alone"
             );
-            Ok(Admission::FailedOpen)
+            Ok(GlobalGrant::FailedOpen)
         }
         FailureMode::Closed => {
             inner.stats.unavailable.fetch_add(1, Ordering::Relaxed);

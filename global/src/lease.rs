@@ -43,6 +43,7 @@ impl Drop for Queued {
 
 /// A global lease: given back when dropped (the worker drops it when the plugin call has
 /// returned), renewed by the heartbeat until then.
+#[must_use = "dropping a global lease gives it back at once"]
 pub struct GlobalLease {
     pub(crate) inner: Arc<Inner>,
     pub(crate) id: String,

@@ -31,5 +31,5 @@ pub use config::{
 pub use error::GlobalError;
 pub use gate::GlobalGate;
 pub use lease::GlobalLease;
-pub use outcome::{Admission, GlobalRefusal};
+pub use outcome::{GlobalGrant, GlobalRefusal};
 pub use status::{GlobalStatus, GlobalTotals};

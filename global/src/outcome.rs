@@ -18,11 +18,13 @@ pub enum GlobalRefusal {
     Unavailable,
 }
 
-/// A global admission.
+/// What the global gate grants a request it does not refuse: a lease, or — Redis failed and the
+/// failure mode is `open` — leave to run on the local gate alone.
 #[derive(Debug)]
-pub enum Admission {
+#[must_use = "a granted lease is given back as soon as it is dropped"]
+pub enum GlobalGrant {
     /// A lease: the request runs under it.
-    Granted(GlobalLease),
+    Lease(GlobalLease),
     /// Redis failed and the failure mode is `open`: the request runs on the local gate alone.
     FailedOpen,
 }

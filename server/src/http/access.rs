@@ -1,5 +1,7 @@
 //! Who may call what. Operator endpoints (`/admin/*`, and `/state`, `/metrics` and the live page
-//! when the server listens beyond loopback) pass [`guard`], layered over them by the route table.
+//! when the server listens beyond loopback) pass [`guard`], layered over them by the route table;
+//! the same rule adds the answers `guard` gives — 401 and 403 — to their OpenAPI entries
+//! ([`Access::document`]), so no handler writes them.
 //!
 //! Nothing is trusted by accident: a browser page cannot drive them (an `Origin` that is not the
 //! server's own is refused, and a swap needs `Content-Type: application/json`, which a page can
@@ -15,7 +17,14 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::api::ForbiddenCode;
+use utoipa::ToSchema;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::{Ref, RefOr, Response as DocumentedResponse, Schema};
+use utoipa_axum::router::UtoipaMethodRouter;
+
+use super::api::{ForbiddenBody, ForbiddenCode, UnauthorizedBody};
 use super::error::ApiError;
 use super::state::AppState;
 
@@ -30,6 +39,64 @@ pub enum Access {
     Operator,
     /// What changes the server (`/admin/*`): the admin policy, always.
     Admin,
+}
+
+impl Access {
+    /// Adds what [`guard`] answers under this rule to every operation of `route`'s OpenAPI entry
+    /// — 401 [`UnauthorizedBody`] and 403 [`ForbiddenBody`], for a rule stricter than
+    /// [`Access::Public`] — with those bodies' schemas.
+    pub fn document<S>(self, (schemas, paths, _): &mut UtoipaMethodRouter<S>) {
+        let (unauthorized, forbidden) = match self {
+            Self::Public => return,
+            Self::Operator => (
+                "Beyond loopback: a token is needed",
+                "Beyond loopback: refused for where it comes from",
+            ),
+            Self::Admin => ("A token is needed", "Refused for where it comes from"),
+        };
+        for operation in paths.paths.values_mut().flat_map(operations) {
+            let responses = &mut operation.responses.responses;
+            responses.insert("401".into(), answer::<UnauthorizedBody>(unauthorized));
+            responses.insert("403".into(), answer::<ForbiddenBody>(forbidden));
+        }
+        with_schemas::<UnauthorizedBody>(schemas);
+        with_schemas::<ForbiddenBody>(schemas);
+    }
+}
+
+/// Every operation of a path.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// A JSON answer of body `T`, described as `description`.
+fn answer<T: ToSchema>(description: &str) -> RefOr<DocumentedResponse> {
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(T::name())))
+        .build();
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content("application/json", content)
+            .build(),
+    )
+}
+
+/// `T`'s schema and those it refers to, added to `schemas`.
+fn with_schemas<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
 }
 
 /// Lets a request through only if the admin policy allows its peer, origin, host and

@@ -9,8 +9,8 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 
 use super::api::{
-    ForbiddenBody, GenerationBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal,
-    SwapRequestBody, SwappedBody, SwappedStatus, UnauthorizedBody,
+    GenerationBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal, SwapRequestBody,
+    SwappedBody, SwappedStatus,
 };
 use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
@@ -142,8 +142,6 @@ impl SwapOrder {
     responses(
         (status = 200, description = "Installed: the new generation serves new requests", body = SwappedBody),
         (status = 400, description = "Not readable", body = InvalidRequestBody),
-        (status = 401, description = "A token is needed", body = UnauthorizedBody),
-        (status = 403, description = "Refused for where it comes from", body = ForbiddenBody),
         (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
         (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
         (status = 415, description = "Not application/json", body = InvalidRequestBody),

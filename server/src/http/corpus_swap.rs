@@ -15,8 +15,8 @@ use turnstile_host::{Generation, Sha256Hex, sanitize};
 
 use super::admin::MAX_ADMIN_BODY_BYTES;
 use super::api::{
-    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwapStatus, CorpusSwappedBody,
-    ForbiddenBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal, UnauthorizedBody,
+    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwapStatus, CorpusSwappedBody, InternalBody,
+    InvalidCode, InvalidRequestBody, SwapRefusal,
 };
 use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
@@ -88,8 +88,6 @@ impl CorpusSwapOrder {
     responses(
         (status = 200, description = "Installed (or unchanged): the corpus serving new requests", body = CorpusSwappedBody),
         (status = 400, description = "Not readable", body = InvalidRequestBody),
-        (status = 401, description = "A token is needed", body = UnauthorizedBody),
-        (status = 403, description = "Refused for where it comes from", body = ForbiddenBody),
         (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
         (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
         (status = 415, description = "Not application/json", body = InvalidRequestBody),

@@ -2,6 +2,7 @@
 //! decided here, before any lease or worker is involved. [`routes`] names every route once.
 
 pub mod access;
+mod access_log;
 pub(crate) mod admin;
 pub mod api;
 mod body;
@@ -15,6 +16,9 @@ mod operator;
 mod policy;
 mod request;
 mod request_id;
+mod request_scope;
+mod request_span;
+mod response_metrics;
 mod retrieve;
 mod routes;
 mod state;

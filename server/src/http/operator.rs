@@ -6,9 +6,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 
-use super::api::{
-    ConnectionsBody, CorpusRefBody, ForbiddenBody, PluginBody, StateBody, UnauthorizedBody,
-};
+use super::api::{ConnectionsBody, CorpusRefBody, PluginBody, StateBody};
 use super::state::AppState;
 
 /// `GET /state`: the gate's snapshot (taken atomically under its lock) plus what helps an
@@ -19,8 +17,6 @@ use super::state::AppState;
     tag = "operations",
     responses(
         (status = 200, description = "The gate's state", body = StateBody),
-        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
-        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
     )
 )]
 pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
@@ -51,8 +47,6 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
     tag = "operations",
     responses(
         (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
-        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
-        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
     )
 )]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
 
+use super::access_log::Served;
 use super::api::{
     CompletedStatus, CorpusRefBody, InternalBody, InvalidRequestBody, PluginBody, RefusalBody,
     RetrieveRequestBody, RetrieveResponse, SourceBody, Timing,
@@ -15,12 +16,11 @@ use super::body::{read_body, require_json};
 use super::error::ApiError;
 use super::flow::flow_of;
 use super::request::{MAX_BODY_BYTES, RetrieveRequest};
-use super::request_id::{RequestId, Served};
+use super::request_id::RequestId;
 use super::state::AppState;
-use crate::admission::Refused;
+use crate::admission::Admitted;
 use crate::metrics::CallOutcome;
-use turnstile_gate::Refusal;
-use turnstile_host::{PluginError, Source};
+use turnstile_host::{Generation, PluginError, Source};
 
 /// `POST /retrieve`: the sources for a question, best first.
 #[utoipa::path(
@@ -48,38 +48,52 @@ pub async fn retrieve(
     headers: HeaderMap,
     body: Body,
 ) -> Result<(Extension<Served>, Json<RetrieveResponse>), ApiError> {
+    // Validate: a request refused here never reaches a gate.
     require_json(&headers)?;
     let flow = flow_of(state.admission.flow_header(), &headers)?;
     let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
     let request = RetrieveRequest::parse(&body)?;
-
-    let request_id = id.number;
-    // Admission. Cancel-safe: if the client goes away while this waits, the waiter leaves the
+    // Admit. Cancel-safe: if the client goes away while this waits, the waiter leaves the
     // queues (or gives back what was granted in the meantime) and never runs.
-    let admission = state.admission.admit_in(flow.as_deref()).await;
-    if state.admission.flow_header().is_some() {
-        state.metrics.flow_request(
-            state.admission.flow_label(flow.as_deref()),
-            match &admission {
-                Ok(_) => "admitted",
-                Err(Refused::Local(Refusal::QueueFull { .. } | Refusal::FlowQueueFull { .. })) => {
-                    "queue_full"
-                }
-                Err(Refused::Local(Refusal::WaitTimeout { .. })) => "wait_timeout",
-                Err(Refused::Global(_)) => "global_refused",
-            },
-        );
-    }
-    let admitted = admission?;
-    if let Some(waited) = admitted.global_waited {
-        state.metrics.global_waited(waited);
-    }
-    let queue_ms = admitted.waited.as_secs_f64() * 1e3;
-    // If this handler is dropped from here on (client disconnect, read timeout), the lease is
-    // marked as belonging to a gone client — but it stays held by the worker below.
-    let client = admitted.lease.client_watch();
+    let admitted = state.admission.admit_in(flow.as_deref()).await?;
+    let queue_ms = admitted.waited().as_secs_f64() * 1e3;
     // The generation is fixed at admission: a swap from here on does not affect this request.
     let generation = state.plugins.current();
+    // Run, then answer.
+    let (sources, execution_ms) = run(&state, admitted, &generation, request, id.number).await?;
+    Ok((
+        Extension(Served {
+            generation: generation.number,
+            corpus_generation: generation.corpus.number,
+            queue_ms,
+            execution_ms,
+        }),
+        Json(RetrieveResponse {
+            status: CompletedStatus::Completed,
+            sources: sources.into_iter().map(SourceBody::from).collect(),
+            plugin: PluginBody::of(&generation),
+            corpus: CorpusRefBody::of(&generation),
+            request_id: id.number,
+            timing: Timing {
+                queue_ms,
+                execution_ms,
+            },
+        }),
+    ))
+}
+
+/// Runs an admitted request's plugin call on a blocking worker, which owns the leases: the
+/// sources and the call's time in milliseconds, or a 500 whose cause is logged.
+async fn run(
+    state: &AppState,
+    admitted: Admitted,
+    generation: &Generation,
+    request: RetrieveRequest,
+    request_id: u64,
+) -> Result<(Vec<Source>, f64), ApiError> {
+    // If the handler is dropped from here on (client disconnect, read timeout), the lease is
+    // marked as belonging to a gone client — but it stays held by the worker below.
+    let client = admitted.lease().client_watch();
     let plugin = Arc::clone(&generation.plugin);
     let metrics = Arc::clone(&state.metrics);
     // The worker logs inside this request's span, like the handler; from here on every line of
@@ -95,7 +109,7 @@ pub async fn retrieve(
         let started = std::time::Instant::now();
         let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
         let execution_ms = started.elapsed().as_secs_f64() * 1e3;
-        let (waited, held) = (admitted.lease.waited(), admitted.lease.held());
+        let (waited, held) = (admitted.lease().waited(), admitted.lease().held());
         drop(admitted);
         metrics.admitted(waited, held);
         metrics.call(call_outcome(&result), stats.instantiate);
@@ -104,25 +118,7 @@ pub async fn retrieve(
     let outcome = worker.await;
     client.disarm();
     match outcome {
-        Ok((Ok(sources), execution_ms)) => Ok((
-            Extension(Served {
-                generation: generation.number,
-                corpus_generation: generation.corpus.number,
-                queue_ms,
-                execution_ms,
-            }),
-            Json(RetrieveResponse {
-                status: CompletedStatus::Completed,
-                sources: sources.into_iter().map(SourceBody::from).collect(),
-                plugin: PluginBody::of(&generation),
-                corpus: CorpusRefBody::of(&generation),
-                request_id,
-                timing: Timing {
-                    queue_ms,
-                    execution_ms,
-                },
-            }),
-        )),
+        Ok((Ok(sources), execution_ms)) => Ok((sources, execution_ms)),
         Ok((Err(error), _)) => {
             tracing::error!(plugin = generation.plugin.name(), %error, "plugin call failed");
             Err(ApiError::Internal { request_id })

@@ -1,7 +1,9 @@
 //! Every route of the service, named once. The table below gives each route its handler and its
-//! access rule; the handler's `#[utoipa::path]` gives its path, method and OpenAPI entry, which
-//! `utoipa-axum` registers with the router and the document together. Access is router layering:
-//! every route of a rule stricter than [`Access::Public`] sits under [`guard`].
+//! access rule; the handler's `#[utoipa::path]` gives its path, method and OpenAPI entry (and the
+//! schemas of the bodies it names), which `utoipa-axum` registers with the router and the
+//! document together. Access is router layering: every route of a rule stricter than
+//! [`Access::Public`] sits under [`guard`], and its entry gets the 401 and 403 `guard` answers
+//! from the same rule ([`Access::document`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -13,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::access::{Access, guard};
 use super::openapi::{ApiDocument, ApiFrame};
-use super::request_id::{RequestScope, request_scope};
+use super::request_scope::{RequestScope, request_scope};
 use super::state::AppState;
 use super::{admin, corpus_swap, health, live, openapi, operator, retrieve};
 
@@ -38,7 +40,8 @@ fn build(
     layer: impl Fn(Access, OpenApiRouter<AppState>) -> OpenApiRouter<AppState>,
 ) -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let mut groups: BTreeMap<Access, OpenApiRouter<AppState>> = BTreeMap::new();
-    for (access, route) in table() {
+    for (access, mut route) in table() {
+        access.document(&mut route);
         let group = groups.remove(&access).unwrap_or_default();
         groups.insert(access, group.routes(route));
     }
@@ -67,7 +70,7 @@ pub fn routes() -> &'static [&'static str] {
     static ROUTES: OnceLock<Vec<&'static str>> = OnceLock::new();
     ROUTES.get_or_init(|| {
         let document = build(|_, group| group).1;
-        // Made once per process: nine short strings live as long as it.
+        // Made once per process: a few short strings, leaked, live as long as it.
         document
             .paths
             .paths

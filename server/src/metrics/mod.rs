@@ -1,11 +1,12 @@
 //! Prometheus metrics (`GET /metrics`, the Prometheus text exposition format rendered by
 //! `metrics-exporter-prometheus`). Each server has its own recorder (no process-global one: a
-//! test process runs many servers). What happens is counted where it happens — the handlers, the
-//! plugin's host calls, swaps; what *is* — the gate's counts and limits and lifetime totals, the
+//! test process runs many servers). What happens is counted where it happens — the handlers,
+//! admission's decisions (the recorder is its observer), the plugin's host calls, swaps; what *is* — the gate's counts and limits and lifetime totals, the
 //! serving plugin, open sessions, the process — is read at each scrape ([`Metrics::render`]).
 //! No label takes a value a request chose: routes, outcomes, codes and kinds are fixed sets.
 //! `docs/METRICS.md` lists every metric.
 
+mod admission;
 mod names;
 mod outbound;
 mod recorder;

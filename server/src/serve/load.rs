@@ -15,7 +15,7 @@ use turnstile_host::{
 };
 
 use super::args::ServeArgs;
-use crate::admission::Admission;
+use crate::admission::{Admission, AdmissionObserver};
 use crate::http::{AdminPolicy, AppState, Policies};
 use crate::metrics::Metrics;
 
@@ -157,9 +157,16 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let state = AppState::new(
         swap,
         allocator,
-        match flow_header {
-            Some(header) => Admission::new(gate, global).with_flow_header(header),
-            None => Admission::new(gate, global),
+        {
+            let admission = Admission::new(
+                gate,
+                global,
+                Arc::clone(&metrics) as Arc<dyn AdmissionObserver>,
+            );
+            match flow_header {
+                Some(header) => admission.with_flow_header(header),
+                None => admission,
+            }
         },
         Policies {
             admin,

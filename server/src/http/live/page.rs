@@ -3,8 +3,6 @@
 use axum::http::header;
 use axum::response::IntoResponse;
 
-use crate::http::api::{ForbiddenBody, UnauthorizedBody};
-
 /// The page, with its script and style inline (no external asset, no CDN).
 const DASHBOARD_HTML: &str = include_str!("dashboard.html");
 
@@ -15,8 +13,6 @@ const DASHBOARD_HTML: &str = include_str!("dashboard.html");
     tag = "operations",
     responses(
         (status = 200, description = "The live page (HTML, self-contained)", body = String, content_type = "text/html"),
-        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
-        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
     )
 )]
 pub async fn dashboard() -> impl IntoResponse {

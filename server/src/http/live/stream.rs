@@ -14,8 +14,7 @@ use turnstile_gate::{Gate, MAX_EVENTS};
 use super::hub::{Frame, MAX_LIVE_FLOWS, MAX_LIVE_LEASES, Seat, events_json, now_ms};
 use crate::edge::ConnectionSocket;
 use crate::http::api::{
-    ForbiddenBody, InvalidCode, InvalidRequestBody, LiveSnapshot, PluginBody,
-    TooManySubscribersBody, UnauthorizedBody,
+    InvalidCode, InvalidRequestBody, LiveSnapshot, PluginBody, TooManySubscribersBody,
 };
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
@@ -70,8 +69,6 @@ pub fn snapshot(state: &AppState, last_event: u64) -> LiveSnapshot {
     responses(
         (status = 200, description = "A Server-Sent Events stream (docs/DASHBOARD.md)", body = String, content_type = "text/event-stream"),
         (status = 400, description = "`invalid_last_event_id`", body = InvalidRequestBody),
-        (status = 401, description = "Beyond loopback: a token is needed", body = UnauthorizedBody),
-        (status = 403, description = "Beyond loopback: refused for where it comes from", body = ForbiddenBody),
         (status = 503, description = "`too_many_subscribers`: --max-subscribers streams are open", body = TooManySubscribersBody),
     )
 )]

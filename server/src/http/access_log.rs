@@ -1,0 +1,47 @@
+//! The access log: one line per completed request (target `turnstile::access`, inside the
+//! request's span), with its route, status, refusal code and — for a served `/retrieve` — what
+//! served it and where the time went.
+
+use std::time::Instant;
+
+use axum::response::Response;
+
+use super::error::Rejected;
+
+/// What served a `/retrieve` request (a response extension, for the access log).
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// The plugin generation that answered.
+    pub generation: u64,
+    /// The corpus generation it read.
+    pub corpus_generation: u64,
+    /// Time waiting for the lease.
+    pub queue_ms: f64,
+    /// The plugin call.
+    pub execution_ms: f64,
+}
+
+/// Logs the line of a request of `route`, answered with `response`, that arrived at `started`.
+pub fn log_access(
+    span: &tracing::Span,
+    route: &'static str,
+    response: &Response,
+    started: Instant,
+) {
+    let rejected = response.extensions().get::<Rejected>().map(|r| r.0);
+    let served = response.extensions().get::<Served>();
+    span.in_scope(|| {
+        tracing::info!(
+            target: "turnstile::access",
+            route,
+            status = response.status().as_u16(),
+            error = rejected,
+            generation = served.map(|s| s.generation),
+            corpus_generation = served.map(|s| s.corpus_generation),
+            queue_ms = served.map(|s| s.queue_ms),
+            execution_ms = served.map(|s| s.execution_ms),
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "request completed"
+        );
+    });
+}

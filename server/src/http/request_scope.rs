@@ -1,0 +1,58 @@
+//! What wraps every request, in order: its ids ([`super::request_id`]), its span
+//! ([`super::request_span`]), the handler, the `x-request-id` of its response, its count
+//! ([`super::response_metrics`]) and its access-log line ([`super::access_log`]). Every response
+//! leaves here with its `x-request-id`.
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+use super::access_log::log_access;
+use super::request_id::{REQUEST_ID_HEADER, RequestId};
+use super::request_span::request_span;
+use super::response_metrics::count_response;
+use super::state::AppState;
+
+/// What [`request_scope`] needs: the server's state, and every route's path (the route table's,
+/// for the `route` label).
+#[derive(Clone)]
+pub struct RequestScope {
+    /// The server's state.
+    pub state: AppState,
+    /// Every route's path.
+    pub routes: &'static [&'static str],
+}
+
+/// Assigns the ids, runs the request inside its span, answers with `x-request-id`, counts the
+/// response and logs it.
+pub async fn request_scope(
+    State(RequestScope { state, routes }): State<RequestScope>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let id = RequestId::assign(state.next_request_id(), request.headers());
+    let route = route_label(routes, request.extensions().get::<MatchedPath>());
+    let span = request_span(&id, &request, route);
+    let header = id.header.clone();
+    request.extensions_mut().insert(id);
+    let started = std::time::Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
+    response.headers_mut().insert(REQUEST_ID_HEADER, header);
+    count_response(&state.metrics, route, &response);
+    if state.access_log {
+        log_access(&span, route, &response, started);
+    }
+    response
+}
+
+/// The route a request matched, as a label: one of the service's routes, else `other` (no label
+/// value comes from what a client sent).
+fn route_label(routes: &[&'static str], matched: Option<&MatchedPath>) -> &'static str {
+    let path = matched.map_or("", MatchedPath::as_str);
+    routes
+        .iter()
+        .find(|r| **r == path)
+        .copied()
+        .unwrap_or("other")
+}

@@ -1,0 +1,22 @@
+//! The `request` span: everything logged while a request is handled, on the async side and on
+//! its worker thread, is inside it, and so carries the request's ids and route.
+
+use axum::extract::Request;
+
+use super::request_id::RequestId;
+
+/// The span of `request`, with its ids and its `route` label. `generation` and
+/// `corpus_generation` are recorded later, once a `/retrieve` request is admitted and its
+/// generation fixed.
+pub fn request_span(id: &RequestId, request: &Request, route: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "request",
+        request_id = id.number,
+        x_request_id = id.header.to_str().unwrap_or_default(),
+        method = %request.method(),
+        path = request.uri().path(),
+        route,
+        generation = tracing::field::Empty,
+        corpus_generation = tracing::field::Empty,
+    )
+}
