@@ -48,6 +48,12 @@ impl Admitted {
         self.global_waited
     }
 
+    /// The backend the request's work called turned it away (a 429, a 503, a timeout): with an
+    /// adaptive limit, its release counts as a drop, which backs the limit off.
+    pub fn mark_dropped(&mut self) {
+        self.lease.mark_dropped();
+    }
+
     /// The local lease: its ticket, its wait in the local queue, how long it has been held, and
     /// the watch that marks its client gone. It is given back with this value, never alone.
     pub fn lease(&self) -> &Lease {

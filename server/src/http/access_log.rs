@@ -19,6 +19,10 @@ pub struct Served {
     pub queue_ms: f64,
     /// The plugin call.
     pub execution_ms: f64,
+    /// Outbound HTTP requests the call made.
+    pub outbound_requests: u32,
+    /// Their time, added up.
+    pub outbound_ms: f64,
 }
 
 /// Logs the line of a request of `route`, answered with `response`, that arrived at `started`.
@@ -40,6 +44,10 @@ pub fn log_access(
             corpus_generation = served.map(|s| s.corpus_generation),
             queue_ms = served.map(|s| s.queue_ms),
             execution_ms = served.map(|s| s.execution_ms),
+            outbound_requests = served.map(|s| s.outbound_requests).filter(|n| *n > 0),
+            outbound_ms = served
+                .filter(|s| s.outbound_requests > 0)
+                .map(|s| s.outbound_ms),
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "request completed"
         );

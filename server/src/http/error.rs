@@ -9,10 +9,12 @@ use axum::response::{IntoResponse, Response};
 use super::api::{
     ForbiddenBody, ForbiddenCode, InternalBody, InvalidCode, InvalidRequestBody, RefusalBody,
     RefusalStatus, RefusingGate, SwapFailedBody, TooManySubscribersBody, UnauthorizedBody,
+    UpstreamBody, UpstreamCode, UpstreamStatus,
 };
 use crate::admission::Refused;
 use turnstile_gate::Refusal;
 use turnstile_global::GlobalRefusal;
+use turnstile_host::capabilities::outbound::{SignalKind, UpstreamSignal};
 
 /// How much of a refused value an error message quotes, in bytes (cut and escaped: it comes
 /// from the request).
@@ -63,6 +65,16 @@ pub enum ApiError {
     TooManySubscribers {
         /// The cap.
         max: usize,
+    },
+    /// The plugin's call failed because the backend it calls refused (429, 503) or did not
+    /// answer in time: 503 `upstream_unavailable`, with the backend's `Retry-After` if it gave
+    /// one.
+    #[error("upstream {}: request {request_id}", .signal.kind.as_str())]
+    Upstream {
+        /// What the backend said.
+        signal: UpstreamSignal,
+        /// Matches the server log line with the cause.
+        request_id: u64,
     },
     /// The plugin failed (trap, guest error, panic): 500 `{"status":"internal_error"}`.
     #[error("internal error in request {request_id}")]
@@ -217,6 +229,35 @@ impl ApiError {
                     StatusCode::SERVICE_UNAVAILABLE,
                     [(header::RETRY_AFTER, retry_after.to_string())],
                     Json(TooManySubscribersBody::new(max, retry_after)),
+                )
+                    .into_response()
+            }
+            Self::Upstream { signal, request_id } => {
+                let (error, detail) = match signal.kind {
+                    SignalKind::RateLimited => (
+                        UpstreamCode::UpstreamRateLimited,
+                        "the backend the plugin calls is rate limiting (it answered 429)",
+                    ),
+                    SignalKind::Unavailable => (
+                        UpstreamCode::UpstreamUnavailable,
+                        "the backend the plugin calls is unavailable (it answered 503)",
+                    ),
+                    SignalKind::Timeout => (
+                        UpstreamCode::UpstreamTimeout,
+                        "the backend the plugin calls did not answer in time",
+                    ),
+                };
+                let retry_after = signal.retry_after.map_or(1, |d| d.as_secs().max(1));
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    Json(UpstreamBody {
+                        status: UpstreamStatus::UpstreamUnavailable,
+                        error,
+                        detail: detail.to_owned(),
+                        retry_after_seconds: retry_after,
+                        request_id,
+                    }),
                 )
                     .into_response()
             }

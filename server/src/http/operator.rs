@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 
-use super::api::{ConnectionsBody, CorpusRefBody, PluginBody, StateBody};
+use super::api::{ConnectionsBody, CorpusRefBody, OutboundBody, PluginBody, StateBody};
 use super::state::AppState;
 
 /// `GET /state`: the gate's snapshot (taken atomically under its lock) plus what helps an
@@ -36,6 +36,23 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
             max: state.edge.max_connections,
         },
         live: state.live.body(),
+        outbound: OutboundBody {
+            granted: generation
+                .plugin
+                .provision()
+                .outbound
+                .iter()
+                .map(|o| o.as_str().to_owned())
+                .collect(),
+            secrets: generation
+                .plugin
+                .provision()
+                .secrets
+                .names()
+                .map(str::to_owned)
+                .collect(),
+            in_flight: state.metrics.outbound_in_flight(),
+        },
     })
 }
 

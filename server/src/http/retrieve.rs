@@ -10,7 +10,7 @@ use axum::{Extension, Json};
 use super::access_log::Served;
 use super::api::{
     CompletedStatus, CorpusRefBody, InternalBody, InvalidRequestBody, PluginBody, RefusalBody,
-    RetrieveRequestBody, RetrieveResponse, SourceBody, Timing,
+    RetrieveRequestBody, RetrieveResponse, RetrieveUnavailable, SourceBody, Timing,
 };
 use super::body::{read_body, require_json};
 use super::error::ApiError;
@@ -20,6 +20,7 @@ use super::request_id::RequestId;
 use super::state::AppState;
 use crate::admission::Admitted;
 use crate::metrics::CallOutcome;
+use turnstile_host::capabilities::outbound::OutboundReport;
 use turnstile_host::{Generation, PluginError, Source};
 
 /// `POST /retrieve`: the sources for a question, best first.
@@ -38,7 +39,7 @@ use turnstile_host::{Generation, PluginError, Source};
         (status = 429, description = "The wait queue is full", body = RefusalBody,
          headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 500, description = "The plugin failed", body = InternalBody),
-        (status = 503, description = "No slot within the wait deadline", body = RefusalBody,
+        (status = 503, description = "No slot within the wait deadline (`RefusalBody`), or the backend the plugin calls refused or did not answer (`UpstreamBody`)", body = RetrieveUnavailable,
          headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     )
 )]
@@ -60,37 +61,54 @@ pub async fn retrieve(
     // The generation is fixed at admission: a swap from here on does not affect this request.
     let generation = state.plugins.current();
     // Run, then answer.
-    let (sources, execution_ms) = run(&state, admitted, &generation, request, id.number).await?;
+    let ran = run(&state, admitted, &generation, request, id.number).await?;
+    let outbound = ran.outbound;
+    let outbound_ms = outbound.elapsed.as_secs_f64() * 1e3;
+    let made_requests = outbound.requests > 0;
     Ok((
         Extension(Served {
             generation: generation.number,
             corpus_generation: generation.corpus.number,
             queue_ms,
-            execution_ms,
+            execution_ms: ran.execution_ms,
+            outbound_requests: outbound.requests,
+            outbound_ms,
         }),
         Json(RetrieveResponse {
             status: CompletedStatus::Completed,
-            sources: sources.into_iter().map(SourceBody::from).collect(),
+            sources: ran.sources.into_iter().map(SourceBody::from).collect(),
             plugin: PluginBody::of(&generation),
             corpus: CorpusRefBody::of(&generation),
             request_id: id.number,
+            answer: ran.answer,
             timing: Timing {
                 queue_ms,
-                execution_ms,
+                execution_ms: ran.execution_ms,
+                outbound_requests: made_requests.then_some(outbound.requests),
+                outbound_ms: made_requests.then_some(outbound_ms),
             },
         }),
     ))
 }
 
-/// Runs an admitted request's plugin call on a blocking worker, which owns the leases: the
-/// sources and the call's time in milliseconds, or a 500 whose cause is logged.
+/// What an answered call gave.
+struct Ran {
+    sources: Vec<Source>,
+    answer: Option<String>,
+    execution_ms: f64,
+    outbound: OutboundReport,
+}
+
+/// Runs an admitted request's plugin call on a blocking worker, which owns the leases: what the
+/// call gave, or a 500 whose cause is logged — a 503 `upstream_unavailable` when the call failed
+/// as the backend it calls refused or did not answer.
 async fn run(
     state: &AppState,
     admitted: Admitted,
     generation: &Generation,
     request: RetrieveRequest,
     request_id: u64,
-) -> Result<(Vec<Source>, f64), ApiError> {
+) -> Result<Ran, ApiError> {
     // If the handler is dropped from here on (client disconnect, read timeout), the lease is
     // marked as belonging to a gone client — but it stays held by the worker below.
     let client = admitted.lease().client_watch();
@@ -105,23 +123,46 @@ async fn run(
         let _in_request = span.enter();
         // The leases live in the worker: they are released when this closure ends — the plugin
         // call has returned, failed, trapped or panicked — and not a moment earlier.
-        let admitted = admitted;
+        let mut admitted = admitted;
         let started = std::time::Instant::now();
         let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
         let execution_ms = started.elapsed().as_secs_f64() * 1e3;
+        if stats.used.outbound.signal.is_some() {
+            // The backend turned work away: the adaptive limit backs off instead of learning a
+            // fast failure as a latency.
+            admitted.mark_dropped();
+        }
         let (waited, held) = (admitted.lease().waited(), admitted.lease().held());
         drop(admitted);
         metrics.admitted(waited, held);
         metrics.call(call_outcome(&result), stats.instantiate);
-        (result, execution_ms)
+        (result, stats, execution_ms)
     });
     let outcome = worker.await;
     client.disarm();
     match outcome {
-        Ok((Ok(sources), execution_ms)) => Ok((sources, execution_ms)),
-        Ok((Err(error), _)) => {
-            tracing::error!(plugin = generation.plugin.name(), %error, "plugin call failed");
-            Err(ApiError::Internal { request_id })
+        Ok((Ok(sources), stats, execution_ms)) => Ok(Ran {
+            sources,
+            answer: stats.used.answer.text,
+            execution_ms,
+            outbound: stats.used.outbound,
+        }),
+        Ok((Err(error), stats, _)) => {
+            let signal = stats.used.outbound.signal;
+            tracing::error!(
+                plugin = generation.plugin.name(),
+                %error,
+                upstream = signal.map(|s| s.kind.as_str()),
+                "plugin call failed"
+            );
+            Err(match signal {
+                // A plugin that failed after its backend refused: the backend's signal, with its
+                // retry hint, is what the client can act on.
+                Some(signal) if matches!(error, PluginError::Guest(_)) => {
+                    ApiError::Upstream { signal, request_id }
+                }
+                _ => ApiError::Internal { request_id },
+            })
         }
         Err(join) => {
             tracing::error!(plugin = generation.plugin.name(), error = %join, "plugin worker panicked");

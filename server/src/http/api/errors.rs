@@ -142,6 +142,47 @@ one_word! {
     SwappedStatus = Swapped;
     /// `too_many_subscribers`.
     TooManySubscribersStatus = TooManySubscribers;
+    /// `upstream_unavailable`.
+    UpstreamStatus = UpstreamUnavailable;
+}
+
+/// A 503 of `/retrieve`: no slot came in time, or the plugin's backend refused.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum RetrieveUnavailable {
+    /// The gate (local or global).
+    Refused(RefusalBody),
+    /// The backend the plugin calls.
+    Upstream(UpstreamBody),
+}
+
+/// What the backend behind the plugin said, for a 503 `upstream_unavailable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamCode {
+    /// It answered 429: it is rate limiting.
+    UpstreamRateLimited,
+    /// It answered 503.
+    UpstreamUnavailable,
+    /// It did not answer within the outbound timeouts.
+    UpstreamTimeout,
+}
+
+/// 503: the plugin's call failed because the backend it calls (a model API, a vector database)
+/// refused or did not answer; retry after `retry_after_seconds` (the backend's own `Retry-After`
+/// when it gave one). The call ran; its slot was held until it returned.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UpstreamBody {
+    /// Always `upstream_unavailable`.
+    pub status: UpstreamStatus,
+    /// What the backend did.
+    pub error: UpstreamCode,
+    /// Human message.
+    pub detail: String,
+    /// Seconds to wait before trying again (also the `Retry-After` header).
+    pub retry_after_seconds: u64,
+    /// Matches the server log's lines about this request.
+    pub request_id: u64,
 }
 
 /// 503: `--max-subscribers` `/events` streams are open already.

@@ -13,14 +13,15 @@ pub use admin::{
 };
 pub use errors::{
     ForbiddenBody, ForbiddenCode, ForbiddenStatus, InternalBody, InternalStatus, InvalidCode,
-    InvalidRequestBody, InvalidStatus, RefusalBody, RefusalStatus, RefusingGate, SwapFailedBody,
-    SwapFailedStatus, SwapRefusal, SwappedStatus, TooManySubscribersBody, TooManySubscribersStatus,
-    UnauthorizedBody, UnauthorizedStatus,
+    InvalidRequestBody, InvalidStatus, RefusalBody, RefusalStatus, RefusingGate,
+    RetrieveUnavailable, SwapFailedBody, SwapFailedStatus, SwapRefusal, SwappedStatus,
+    TooManySubscribersBody, TooManySubscribersStatus, UnauthorizedBody, UnauthorizedStatus,
+    UpstreamBody, UpstreamCode, UpstreamStatus,
 };
 pub use live::{EventsBody, LiveBody, LiveSnapshot};
 pub use operations::{
-    AllocatorBody, ConnectionsBody, CorpusBody, HealthBody, HealthStatus, ReadyBody, ReadyStatus,
-    StateBody, StuckCall,
+    AllocatorBody, ConnectionsBody, CorpusBody, HealthBody, HealthStatus, OutboundBody, ReadyBody,
+    ReadyStatus, StateBody, StuckCall,
 };
 pub use retrieval::{
     CompletedStatus, CorpusRefBody, PluginBody, RetrieveRequestBody, RetrieveResponse, SourceBody,

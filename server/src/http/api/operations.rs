@@ -132,6 +132,20 @@ pub struct StateBody {
     /// The global limit shared with other replicas (when `--redis-url` is set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global: Option<GlobalStatus>,
+    /// What the serving plugin may reach over HTTP, and what is in flight.
+    pub outbound: OutboundBody,
+}
+
+/// The serving plugin's outbound HTTP.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutboundBody {
+    /// The origins it was granted, as the operator wrote them (empty: every request is denied).
+    pub granted: Vec<String>,
+    /// The names of the secrets it was given (never their values).
+    pub secrets: Vec<String>,
+    /// Outbound requests in flight now, by origin (the grant they went through), every plugin
+    /// generation's.
+    pub in_flight: std::collections::BTreeMap<String, u64>,
 }
 
 /// How instances get their memory.

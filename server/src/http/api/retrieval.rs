@@ -38,6 +38,10 @@ pub struct RetrieveResponse {
     pub corpus: CorpusRefBody,
     /// Process-unique request id.
     pub request_id: u64,
+    /// The plugin's generated answer, when it gives one (contract 0.1.3, e.g. the `rag` plugin
+    /// asking a model); absent for a retrieval-only plugin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// Where the time went.
     pub timing: Timing,
 }
@@ -49,6 +53,12 @@ pub struct Timing {
     pub queue_ms: f64,
     /// The plugin call on the worker thread.
     pub execution_ms: f64,
+    /// Outbound HTTP requests the call made (present when it made any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbound_requests: Option<u32>,
+    /// Their time, added up (present when the call made any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbound_ms: Option<f64>,
 }
 
 /// One source in a response, best first.
