@@ -7,10 +7,11 @@
 //! `docs/METRICS.md` lists every metric.
 
 mod admission;
+mod in_flight;
 mod names;
 mod outbound;
 mod recorder;
 
+pub use in_flight::InFlight;
 pub use names::CallOutcome;
-pub use outbound::InFlight;
 pub use recorder::{HostCallMetrics, LiveCounts, Metrics, UPKEEP_INTERVAL, duration_buckets};

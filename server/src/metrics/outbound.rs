@@ -4,38 +4,11 @@
 //! `/metrics` and `/state` read.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use metrics::Label;
 use turnstile_host::OutboundEvent;
 
 use super::recorder::Metrics;
-
-/// Requests in flight, by origin.
-#[derive(Debug, Default)]
-pub struct InFlight(Mutex<BTreeMap<String, u64>>);
-
-impl InFlight {
-    fn add(&self, origin: &str) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        *map.entry(origin.to_owned()).or_default() += 1;
-    }
-
-    fn remove(&self, origin: &str) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get_mut(origin) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                map.remove(origin);
-            }
-        }
-    }
-
-    /// Now: each origin with requests in flight, and how many.
-    pub fn now(&self) -> BTreeMap<String, u64> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
 
 impl Metrics {
     /// An outbound request was sent through `origin`.

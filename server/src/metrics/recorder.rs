@@ -49,7 +49,7 @@ pub struct Metrics {
     swap_duration: Histogram,
     calls: [Counter; 4],
     host: Arc<HostCallMetrics>,
-    outbound: super::outbound::InFlight,
+    outbound: super::in_flight::InFlight,
 }
 
 /// The plugin host calls' metrics (shared with every plugin instance's store).
@@ -151,7 +151,7 @@ impl Metrics {
             .register_histogram(&Key::from_parts(name, labels), &META)
     }
 
-    pub(super) fn in_flight(&self) -> &super::outbound::InFlight {
+    pub(super) fn in_flight(&self) -> &super::in_flight::InFlight {
         &self.outbound
     }
 
