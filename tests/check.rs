@@ -149,7 +149,10 @@ fn a_component_importing_what_no_plugin_gets_is_refused_naming_every_import() {
         .map(|i| i["import"].as_str().unwrap())
         .collect();
     assert_eq!(refused.len(), 2, "{report:#}");
-    assert!(!refused.iter().any(|i| i.starts_with("wasi:http")), "{report:#}");
+    assert!(
+        !refused.iter().any(|i| i.starts_with("wasi:http")),
+        "{report:#}"
+    );
 }
 
 /// A component whose runtime links WASI's filesystem and sockets passes the contract: `check`
@@ -207,4 +210,49 @@ fn a_file_that_is_not_a_component_fails_the_first_check() {
     let (ok, report) = check(path.to_str().unwrap(), &[]);
     assert!(!ok);
     assert_eq!(failed(&report), ["contract.component"]);
+}
+
+/// `check` lists a plugin's outbound grants and proves, through the very policy serving uses,
+/// that a request to an origin no grant covers is refused — and it sends nothing anywhere.
+#[test]
+fn check_lists_the_outbound_grants_and_proves_a_denial() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = crate::support::lexical_plugin(dir.path());
+    let plugin = plugin.to_str().unwrap();
+    let (ok, report) = check(plugin, &[]);
+    assert!(ok, "{report:#}");
+    assert_eq!(
+        observed(&report, "outbound.grants"),
+        "none: every request is denied"
+    );
+    let denied = observed(&report, "outbound.denied");
+    assert!(denied.contains("HTTP-request-denied"), "{denied}");
+    let (ok, report) = check(
+        plugin,
+        &[
+            "--outbound-allow",
+            "https://API.example.com:443",
+            "--outbound-allow",
+            "http://*.models.example.net:8000",
+        ],
+    );
+    assert!(ok, "{report:#}");
+    assert_eq!(
+        observed(&report, "outbound.grants"),
+        "granted: https://api.example.com, http://*.models.example.net:8000"
+    );
+    // The metadata address is not granted: the probe asks for it, and it is refused.
+    let denied = observed(&report, "outbound.denied");
+    assert!(
+        denied.starts_with("http://169.254.169.254/") && denied.contains("HTTP-request-denied"),
+        "{denied}"
+    );
+    // A grant that is no origin is refused before anything runs, naming the flag.
+    let output = Command::new(crate::support::binary())
+        .args(["check", plugin, "--outbound-allow", "https://example.com/path"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--outbound-allow"), "{stderr}");
 }

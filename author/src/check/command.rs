@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use turnstile_host::cache::Cache;
+use turnstile_host::capabilities::outbound::{OriginGrant, Origins};
 use turnstile_host::conformance::{CALL_DEADLINE, Subset, run_suite};
 use turnstile_host::{DEFAULT_MEMORY_LIMIT, parse_config_entry, plugin_config};
 
@@ -35,6 +36,12 @@ pub struct CheckArgs {
     #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 
+    /// An origin the plugin is granted for outbound HTTP, `scheme://host[:port]` (repeatable), as
+    /// `serve --outbound-allow`: the report lists the grants and proves a request to any other
+    /// origin is refused. Nothing is sent during a check: every request is denied.
+    #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = parse_origin)]
+    pub outbound_allow: Vec<String>,
+
     /// Per-instance memory cap in MiB.
     #[arg(long = "memory-limit-mib", default_value_t = (DEFAULT_MEMORY_LIMIT >> 20) as u32,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -49,6 +56,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
     let report = run_suite(
         &args.plugin,
         config,
+        Origins::parse(&args.outbound_allow)
+            .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?,
         args.memory_limit_mib as usize * 1024 * 1024,
         &cache.index_dir(),
         cache.plugins_dir(),
@@ -61,4 +70,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
         print!("{}", lines(&report));
     }
     Ok(report.failed == 0)
+}
+
+/// One `--outbound-allow` origin, checked and normalised.
+pub(crate) fn parse_origin(given: &str) -> Result<String, String> {
+    given
+        .parse::<OriginGrant>()
+        .map(|origin| origin.as_str().to_owned())
+        .map_err(|e| e.to_string())
 }

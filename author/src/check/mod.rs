@@ -4,5 +4,6 @@
 mod command;
 mod report;
 
+pub(crate) use command::parse_origin;
 pub use command::{CheckArgs, run};
 pub use report::lines;

@@ -45,6 +45,17 @@ pub struct EvalArgs {
     #[arg(long)]
     pub corpus: Option<PathBuf>,
 
+    /// An origin the plugins may reach over HTTP, `scheme://host[:port]` (repeatable), as `serve
+    /// --outbound-allow`: a plugin that asks a model is evaluated with it.
+    #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = crate::check::parse_origin)]
+    pub outbound_allow: Vec<String>,
+
+    /// A secret for the plugins, `NAME=env:VAR` or `NAME=file:PATH` (repeatable), as `serve
+    /// --plugin-secret`.
+    #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH",
+          value_parser = |s: &str| turnstile_host::parse_secret_arg(s).map_err(|e| e.to_string()))]
+    pub plugin_secret: Vec<(String, turnstile_host::SecretSource)>,
+
     /// Directory for the corpus index (default: `$XDG_CACHE_HOME/turnstile` or
     /// `~/.cache/turnstile`).
     #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
@@ -80,6 +91,12 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let config = plugin_config(args.plugin_config.iter().cloned())
         .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
     let cache = Cache::open(args.cache_dir.as_deref())?;
+    let outbound = turnstile_host::capabilities::outbound::Origins::parse(&args.outbound_allow)
+        .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
+    let secrets = std::sync::Arc::new(
+        turnstile_host::Secrets::load(&args.plugin_secret, &|var| std::env::var(var).ok())
+            .map_err(|e| anyhow::anyhow!("--plugin-secret: {e}"))?,
+    );
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
     let runtime = runtime(cache.plugins_dir())?;
@@ -93,7 +110,10 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let mut reports = Vec::new();
     for source in plugins {
         let pool = CorpusPool::new(&index, 4)?;
-        let plugin = Plugin::load(&runtime, &source, Provision::new(pool, config.clone()))
+        let given = Provision::new(pool, config.clone())
+            .with_outbound(outbound.clone())
+            .with_secrets(std::sync::Arc::clone(&secrets));
+        let plugin = Plugin::load(&runtime, &source, given)
             .map_err(|e| anyhow::anyhow!("loading the plugin: {e}"))?;
         reports.push(evaluate_plugin(&plugin, &source, &questions, args.limit));
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::probes;
+use crate::capabilities::outbound::Origins;
 use crate::capabilities::{CapabilityOptions, LimitsOptions, Reports};
 use crate::{
     Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
@@ -116,9 +117,11 @@ fn summary(sources: &[Source]) -> Result<String, String> {
 }
 
 /// Runs the suite against the component at `path`, over the shipped corpus.
+#[allow(clippy::too_many_arguments)]
 pub fn run_suite(
     path: &Path,
     config: PluginConfig,
+    outbound: Origins,
     memory_limit: usize,
     index_dir: &Path,
     precompiled: Option<std::path::PathBuf>,
@@ -147,7 +150,8 @@ pub fn run_suite(
         fail_fast: false,
     };
     // Behaviour is only checked on a component that fits the contract.
-    if let Some(plugin) = check_contract(path, &bytes, config, pool, &runtime, &mut suite) {
+    let given = Provision::new(pool, config).with_outbound(outbound);
+    if let Some(plugin) = check_contract(path, &bytes, given, &runtime, &mut suite) {
         check_behaviour(&Arc::new(plugin), subset, &mut suite);
     }
     Ok(report(path, sha256, suite))
@@ -180,8 +184,7 @@ pub fn smoke(plugin: &Arc<Plugin>) -> Vec<Check> {
 fn check_contract(
     path: &Path,
     bytes: &[u8],
-    config: PluginConfig,
-    pool: CorpusPool,
+    given: Provision,
     runtime: &PluginRuntime,
     suite: &mut Suite,
 ) -> Option<Plugin> {
@@ -258,7 +261,7 @@ fn check_contract(
         bytes.into(),
         sha256,
         &component,
-        Provision::new(pool, config),
+        given,
     );
     suite.record(
         "contract.world",
