@@ -249,7 +249,12 @@ fn check_lists_the_outbound_grants_and_proves_a_denial() {
     );
     // A grant that is no origin is refused before anything runs, naming the flag.
     let output = Command::new(crate::support::binary())
-        .args(["check", plugin, "--outbound-allow", "https://example.com/path"])
+        .args([
+            "check",
+            plugin,
+            "--outbound-allow",
+            "https://example.com/path",
+        ])
         .output()
         .unwrap();
     assert!(!output.status.success());

@@ -23,6 +23,9 @@ use crate::observe::OutboundOutcome;
 /// The label of a request no grant covers.
 pub const DENIED: &str = "(denied)";
 
+/// Why a request is refused when no grant covers it.
+pub const NO_GRANT: &str = "no grant covers this origin";
+
 /// What `send_request` answers.
 type Sent = Box<
     dyn Future<
@@ -46,16 +49,16 @@ pub struct OutboundHooks {
 }
 
 /// A request the policy lets through: where it goes and under which grant.
-struct Admitted {
+pub(super) struct Admitted {
     /// `scheme://host:port`, for the per-origin bound.
-    origin: String,
+    pub(super) origin: String,
     /// The grant, as written: the request's label.
-    label: String,
+    pub(super) label: String,
 }
 
 impl OutboundHooks {
     /// The policy: a covering grant, and room in the call's bound.
-    fn admit(
+    pub(super) fn admit(
         &mut self,
         uri: &http::Uri,
     ) -> Result<Admitted, (String, OutboundOutcome, &'static str)> {
@@ -89,15 +92,11 @@ impl OutboundHooks {
             Scheme::Https => 443,
         });
         match self.grant.origins.covering(scheme, &host, port) {
-            Some(grant) if self.grant.client.is_some() => Ok(Admitted {
+            Some(grant) => Ok(Admitted {
                 origin: shown,
                 label: grant.as_str().to_owned(),
             }),
-            _ => Err((
-                shown,
-                OutboundOutcome::Denied,
-                "no grant covers this origin",
-            )),
+            None => Err((shown, OutboundOutcome::Denied, NO_GRANT)),
         }
     }
 }
@@ -148,6 +147,13 @@ impl WasiHttpHooks for OutboundHooks {
             options.between_bytes_timeout,
         );
         let Some(client) = self.grant.client.clone() else {
+            // No client: every request is denied (conformance work), whatever the grants say.
+            self.reporter.refused(
+                &admitted.origin,
+                &admitted.label,
+                OutboundOutcome::Denied,
+                "every request is denied here",
+            );
             return Box::new(async { Err(Error::HttpRequestDenied) });
         };
         let reporter = self.reporter.clone();

@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Empty};
 use wasmtime_wasi_http::{Error, WasiHttpHooks};
 
 use super::grant::OutboundGrant;
-use super::hooks::OutboundHooks;
+use super::hooks::{NO_GRANT, OutboundHooks};
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
 use super::report::{OutboundReport, Reporter};
@@ -67,17 +67,42 @@ pub fn denied(options: &OutboundOptions, grant: &Arc<OutboundGrant>) -> Probe {
         },
         asked: 0,
     };
+    // The policy's own decision first (a check that could pass with every request refused
+    // anyway, where nothing may be sent, would prove nothing): refused for want of a grant, while
+    // a granted origin passes it.
+    let decision = match uri.parse::<http::Uri>() {
+        Err(e) => Err(format!("{uri}: {e}")),
+        Ok(parsed) => match hooks.admit(&parsed) {
+            Err((_, _, reason)) if reason == NO_GRANT => Ok(()),
+            Err((_, _, reason)) => Err(format!("{uri}: refused for another reason: {reason}")),
+            Ok(_) => Err(format!("{uri}: let through by the policy")),
+        },
+    };
+    let granted = grant
+        .origins
+        .iter()
+        .find(|g| g.is_literal())
+        .map(|g| g.as_str().to_owned());
+    let decision = decision.and_then(|()| match &granted {
+        None => Ok(()),
+        Some(origin) => match origin.parse::<http::Uri>().map(|u| hooks.admit(&u)) {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(format!("{origin}: granted, yet refused by the policy")),
+        },
+    });
     let body = Empty::<Bytes>::new()
         .map_err(|never| match never {})
         .boxed_unsync();
-    let outcome = match http::Request::get(*uri).body(body) {
-        Err(e) => Err(format!("{uri}: {e}")),
-        Ok(request) => {
+    let outcome = match (decision, http::Request::get(*uri).body(body)) {
+        (Err(e), _) => Err(e),
+        (_, Err(e)) => Err(format!("{uri}: {e}")),
+        (Ok(()), Ok(request)) => {
             let sent = hooks.send_request(request, None, Box::new(async { Ok(()) }));
             match wasmtime_wasi::runtime::in_tokio(Box::into_pin(sent)) {
-                Err(Error::HttpRequestDenied) => {
-                    Ok(format!("{uri}: HTTP-request-denied, nothing sent"))
-                }
+                Err(Error::HttpRequestDenied) => Ok(format!(
+                    "{uri}: HTTP-request-denied, nothing sent{}",
+                    granted.map_or(String::new(), |g| format!("; {g} let through"))
+                )),
                 Err(other) => Err(format!("{uri}: {other}, not a denial")),
                 Ok(_) => Err(format!("{uri}: answered")),
             }
