@@ -17,6 +17,8 @@ use turnstile_server::http::AppState;
 use turnstile_server::serve::ServeArgs;
 use turnstile_tools::drive::ServerChild;
 
+pub mod upstream;
+
 /// How long a test waits for a state it expects before it fails.
 pub const STATE_DEADLINE: Duration = Duration::from_secs(20);
 
