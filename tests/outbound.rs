@@ -141,6 +141,23 @@ fn a_normal_answer_quotes_a_source_and_sends_the_key() {
     assert_eq!(seen["authorization_seen"], false, "{seen}");
 }
 
+/// A key that cannot be a header value is the operator's mistake: a config error that does not
+/// show the key, and nothing sent.
+#[test]
+fn a_key_that_is_no_header_value_is_a_config_error() {
+    let upstream = Upstream::start(Duration::ZERO);
+    let runtime = runtime(short_bounds(), 4);
+    let origin = upstream.origin();
+    let plugin = rag(&runtime, origin, "local", Some("sk-line\nbreak"), &[origin]);
+    match plugin.retrieve(QUESTION, 5, 1) {
+        Err(PluginError::Guest(RetrieveError::Config(message))) => {
+            assert_eq!(message, "api_key: not a valid header value");
+        }
+        other => panic!("expected a config error, got {other:?}"),
+    }
+    assert_eq!(upstream.stats()["requests"], 0);
+}
+
 #[test]
 fn an_origin_not_granted_gets_sources_only_and_nothing_is_sent() {
     let upstream = Upstream::start(Duration::ZERO);

@@ -87,6 +87,8 @@ impl Guest for Rag {
                 Level::Warn,
                 "upstream request denied by the host: answering with sources only",
             ),
+            // A key that cannot be a header value is a setting that does not parse.
+            Err(failure @ Failure::BadKey) => return Err(RetrieveError::Config(failure.message())),
             Err(failure) => return Err(RetrieveError::Internal(failure.message())),
         }
         Ok(sources)
