@@ -28,6 +28,7 @@ mod live;
 mod load;
 mod logging;
 mod metrics;
+mod outbound;
 mod settings;
 mod swap;
 mod valid_input;

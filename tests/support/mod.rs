@@ -8,6 +8,7 @@ mod child;
 mod files;
 mod load;
 mod server;
+pub mod upstream;
 mod wait;
 
 pub use app::TestApp;
