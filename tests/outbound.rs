@@ -207,11 +207,20 @@ fn a_429_is_an_error_with_the_rate_limit_signal() {
 /// (`expected` is in its message), the upstream sees one request and lets it go, and then the
 /// same plugin answers a normal question — nothing stalled, no connection slot leaked.
 fn hostile(mode: &str, expected: &str) -> (OutboundReport, Duration) {
+    hostile_under(mode, expected, short_bounds())
+}
+
+/// [`hostile`], under `options`.
+fn hostile_under(
+    mode: &str,
+    expected: &str,
+    options: OutboundOptions,
+) -> (OutboundReport, Duration) {
     let upstream = Upstream::start(Duration::ZERO);
     let options = OutboundOptions {
         // One slot: a slot the hostile request kept would stall the normal call after it.
         max_connections_per_origin: 1,
-        ..short_bounds()
+        ..options
     };
     let runtime = runtime(options, 4);
     let origin = upstream.origin();
@@ -261,6 +270,21 @@ fn a_hanging_upstream_times_out() {
 fn a_trickling_upstream_times_out_between_bytes() {
     let (report, _) = hostile("trickle", "broke off (connection read timeout)");
     assert_eq!(report.signal.map(|s| s.kind), Some(SignalKind::Timeout));
+}
+
+/// A byte a second is well within a 3 s between-bytes timeout: only the whole-request timeout
+/// (1.5 s here) ends it — without one, the call would hold its slot for as long as the cap
+/// allows.
+#[test]
+fn a_steady_trickle_is_stopped_by_the_total_timeout() {
+    let options = OutboundOptions {
+        between_bytes_timeout: Duration::from_secs(3),
+        total_timeout: Duration::from_millis(1500),
+        ..short_bounds()
+    };
+    let (report, elapsed) = hostile_under("trickle", "connection read timeout", options);
+    assert_eq!(report.signal.map(|s| s.kind), Some(SignalKind::Timeout));
+    assert!(elapsed < 3 * options.total_timeout, "{elapsed:?}");
 }
 
 #[test]

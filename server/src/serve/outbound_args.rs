@@ -41,6 +41,12 @@ pub struct OutboundArgs {
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub outbound_between_bytes_ms: u64,
 
+    /// Longest an outbound request may take from its sending to the end of its response body,
+    /// in milliseconds (1..=3600000), however steadily the body arrives.
+    #[arg(long = "outbound-total-timeout-ms", default_value_t = 120_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub outbound_total_timeout_ms: u64,
+
     /// Largest outbound request body, in bytes (1..=67108864).
     #[arg(long = "outbound-max-request-bytes", default_value_t = 1 << 20,
           value_parser = clap::value_parser!(u64).range(1..=64 << 20))]
@@ -70,6 +76,7 @@ impl OutboundArgs {
             connect_timeout: Duration::from_millis(self.outbound_connect_timeout_ms),
             first_byte_timeout: Duration::from_millis(self.outbound_timeout_ms),
             between_bytes_timeout: Duration::from_millis(self.outbound_between_bytes_ms),
+            total_timeout: Duration::from_millis(self.outbound_total_timeout_ms),
             max_request_bytes: self.outbound_max_request_bytes,
             max_response_bytes: self.outbound_max_response_bytes,
             max_requests_per_call: self.outbound_max_requests_per_call,

@@ -67,10 +67,11 @@ impl Body for CappedRequest {
 }
 
 /// An upstream's response body as the guest reads it: at most `cap` bytes, no frame later than
-/// `between_bytes` after the one before.
+/// `between_bytes` after the one before, and the whole of it by `deadline`.
 pub struct MeteredResponse {
     inner: hyper::body::Incoming,
     timer: Pin<Box<tokio::time::Sleep>>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
     between_bytes: Duration,
     read: u64,
     cap: u64,
@@ -84,6 +85,7 @@ impl MeteredResponse {
     pub fn new(
         inner: hyper::body::Incoming,
         between_bytes: Duration,
+        deadline: tokio::time::Instant,
         cap: u64,
         permit: Option<OwnedSemaphorePermit>,
         finish: Finish,
@@ -91,6 +93,7 @@ impl MeteredResponse {
         Self {
             inner,
             timer: Box::pin(tokio::time::sleep(between_bytes)),
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
             between_bytes,
             read: 0,
             cap,
@@ -119,6 +122,9 @@ impl Body for MeteredResponse {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = &mut *self;
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            return this.fail(OutboundOutcome::Timeout, Error::ConnectionReadTimeout);
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(None) => {
                 this.finish.end();

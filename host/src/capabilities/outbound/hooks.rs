@@ -188,8 +188,11 @@ impl WasiHttpHooks for OutboundHooks {
             let finish = reporter.start(&admitted.label);
             let request = request
                 .map(|body| CappedRequest::new(body, options.max_request_bytes, finish.clone()));
-            let sent =
-                tokio::time::timeout(connect + first_byte, client.client.request(request)).await;
+            // The whole request, body included, ends by this (a trickle just under the
+            // between-bytes timeout is stopped here).
+            let deadline = tokio::time::Instant::now() + options.total_timeout;
+            let headers_by = (connect + first_byte).min(options.total_timeout);
+            let sent = tokio::time::timeout(headers_by, client.client.request(request)).await;
             let response = match sent {
                 Err(_) => {
                     finish.set_outcome(OutboundOutcome::Timeout);
@@ -230,6 +233,7 @@ impl WasiHttpHooks for OutboundHooks {
                 http_body_util::BodyExt::boxed_unsync(MeteredResponse::new(
                     body,
                     between_bytes,
+                    deadline,
                     options.max_response_bytes,
                     Some(permit),
                     finish,

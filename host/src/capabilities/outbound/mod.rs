@@ -22,7 +22,7 @@ pub use http::{Outbound, OutboundState};
 pub use options::{
     DEFAULT_BETWEEN_BYTES_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS_PER_ORIGIN, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_REQUESTS_PER_CALL,
-    DEFAULT_MAX_RESPONSE_BYTES, OutboundOptions,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT, OutboundOptions,
 };
 pub use origins::{MAX_GRANTED_ORIGINS, OriginError, OriginGrant, Origins};
 pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport, SignalKind, UpstreamSignal};

@@ -14,6 +14,9 @@ pub struct OutboundOptions {
     pub first_byte_timeout: Duration,
     /// Between two frames of a response body.
     pub between_bytes_timeout: Duration,
+    /// From the request's sending to the end of its response body, whatever the pace: an
+    /// upstream trickling a byte just under the between-bytes timeout is stopped here.
+    pub total_timeout: Duration,
     /// Largest request body, in bytes.
     pub max_request_bytes: u64,
     /// Largest response body, in bytes.
@@ -34,6 +37,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default between-bytes timeout: 10 s.
 pub const DEFAULT_BETWEEN_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default whole-request timeout: 120 s.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default request body cap: 1 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 1 << 20;
 /// Default response body cap: 4 MiB.
@@ -49,6 +54,7 @@ impl Default for OutboundOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
             between_bytes_timeout: DEFAULT_BETWEEN_BYTES_TIMEOUT,
+            total_timeout: DEFAULT_TOTAL_TIMEOUT,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_requests_per_call: DEFAULT_MAX_REQUESTS_PER_CALL,
