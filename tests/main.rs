@@ -29,6 +29,7 @@ mod load;
 mod logging;
 mod metrics;
 mod outbound;
+mod outbound_server;
 mod settings;
 mod swap;
 mod valid_input;
