@@ -13,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 out="${2:-target/bench/rag-demo}"
-bin=target/release/turnstile
-rag=target/plugins/rag.wasm
+bin="${TURNSTILE_BIN:-target/release/turnstile}"
+rag="${RAG_WASM:-target/plugins/rag.wasm}"
 latency_ms=2000
 mkdir -p "$out"
 [ -x "$bin" ] || { echo "build it first: cargo build --release -p turnstile-cli" >&2; exit 1; }

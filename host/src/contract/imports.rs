@@ -165,6 +165,7 @@ mod tests {
             turnstile_fixtures::FAULT,
             turnstile_fixtures::HOSTILE,
             turnstile_fixtures::HOSTCALLS,
+            turnstile_fixtures::FETCH,
         ] {
             let component = Component::from_file(&engine, path).unwrap();
             check(path, &component, &engine).unwrap();
