@@ -38,7 +38,8 @@ pub struct LanguageGuest {
 
 /// Every guest in another language: the shipped plugins and the test fixtures. JavaScript keeps
 /// stdio (console output reaches the server log), clocks and random, and leaves out its HTTP
-/// client (`fetch` over `wasi:http`, which no plugin is granted) and the HTTP server entry point.
+/// client (`fetch` over `wasi:http`: these guests call nothing outside) and the HTTP server entry
+/// point.
 pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
     LanguageGuest {
         name: "retrieval-py",

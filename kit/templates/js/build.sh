@@ -30,8 +30,9 @@ version=$("$cjs" --version)
     echo "build.sh: warning: componentize-js $version, not the pinned 0.23.0" >&2
 
 mkdir -p target
-# -w/-n: the WIT directory and world. -d: WASI features compiled out. The plugin gets no network,
-# so `http` and `fetch-event` go (they would import wasi:http, which the host refuses). stdio,
+# -w/-n: the WIT directory and world. -d: WASI features compiled out. This plugin calls nothing
+# outside, so `http` and `fetch-event` go (wasi:http reaches only the origins the operator
+# grants: keep `http` in a plugin that calls a backend). stdio,
 # clocks and random stay: console.log/console.error reach the host's log, Date and Math.random work.
 # (stdio brings wasi:filesystem imports with it; the host links them to nothing.)
 "$cjs" plugin.js -w wit -n retrieval-plugin -d http fetch-event -o target/{{name}}.wasm
