@@ -18,5 +18,7 @@ pub fn request_span(id: &RequestId, request: &Request, route: &'static str) -> t
         route,
         generation = tracing::field::Empty,
         corpus_generation = tracing::field::Empty,
+        outbound_requests = tracing::field::Empty,
+        outbound_ms = tracing::field::Empty,
     )
 }

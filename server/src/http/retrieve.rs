@@ -127,6 +127,13 @@ async fn run(
         let started = std::time::Instant::now();
         let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
         let execution_ms = started.elapsed().as_secs_f64() * 1e3;
+        let outbound = &stats.used.outbound;
+        if outbound.requests > 0 {
+            // The span carries the call's outbound work, for every line logged in it from here.
+            let span = tracing::Span::current();
+            span.record("outbound_requests", outbound.requests);
+            span.record("outbound_ms", outbound.elapsed.as_secs_f64() * 1e3);
+        }
         if stats.used.outbound.signal.is_some() {
             // The backend turned work away: the adaptive limit backs off instead of learning a
             // fast failure as a latency.
