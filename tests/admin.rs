@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use turnstile_fixtures::DELAY;
 
+use crate::confined::components_root;
 use crate::support::{
     TestApp, child_state_when, hybrid_plugin, logged, serve_child, sha256_of, stop_child,
 };
@@ -15,7 +16,8 @@ async fn post(app: &TestApp, headers: &[(&str, &str)], body: String) -> (u16, Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_other_hosts_and_non_json_bodies_are_refused() {
     // The access rules are router layering: driven in process, without a socket.
-    let app = TestApp::load(&[]).await;
+    let root = components_root();
+    let app = TestApp::load(&["--swap-root", &root]).await;
     let swap = json!({"path": DELAY, "config": {"delay_ms": "0"}}).to_string();
     let json_ct = ("content-type", "application/json");
     // A page elsewhere posting to the admin endpoint.
@@ -102,9 +104,11 @@ async fn browsers_other_hosts_and_non_json_bodies_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_regular_files_are_read() {
-    let app = TestApp::load(&[]).await;
     let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().display().to_string();
+    let app = TestApp::load(&["--swap-root", &dir_arg]).await;
     let fifo = dir.path().join("fifo");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
     assert!(
         std::process::Command::new("mkfifo")
             .arg(&fifo)
@@ -112,10 +116,10 @@ async fn only_regular_files_are_read() {
             .unwrap()
             .success()
     );
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).unwrap();
     for path in [
-        "/dev/zero".into(),
         fifo.display().to_string(),
-        dir.path().display().to_string(),
+        dir.path().join("sub").display().to_string(),
     ] {
         let (status, body) = app
             .post(
@@ -134,6 +138,24 @@ async fn only_regular_files_are_read() {
             "{body}"
         );
     }
+    // A device, named or through a link under the root: outside the roots, never opened.
+    for path in [
+        "/dev/zero".into(),
+        dir.path().join("zero").display().to_string(),
+    ] {
+        let (status, body) = app
+            .post(
+                "/admin/plugin",
+                &[("content-type", "application/json")],
+                json!({"path": path}).to_string(),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (422, Some("path_not_allowed")),
+            "{path}: {body}"
+        );
+    }
 }
 
 /// The pin rule on the admin path: a pinned server needs the candidate's sha256, which then
@@ -144,7 +166,16 @@ async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
     let retrieval = hybrid_plugin(dir.path());
     let pin = sha256_of(&retrieval);
     let retrieval_arg = retrieval.display().to_string();
-    let app = TestApp::load(&["--plugin", &retrieval_arg, "--plugin-sha256", &pin]).await;
+    let root = components_root();
+    let app = TestApp::load(&[
+        "--plugin",
+        &retrieval_arg,
+        "--plugin-sha256",
+        &pin,
+        "--swap-root",
+        &root,
+    ])
+    .await;
     let json_ct = [("content-type", "application/json")];
     let (status, body) = post(&app, &json_ct, json!({"path": DELAY}).to_string()).await;
     assert_eq!(
@@ -198,11 +229,12 @@ async fn sighup_reloads_only_a_file_that_matches_the_pin() {
     logged(&child, "sha256_mismatch").await;
     let state = child_state_when(&client, &child, "any state", |_| true).await;
     assert_eq!(state["plugin"]["generation"], 1);
-    // An admin swap that names the sha256 moves the pin; a SIGHUP of that file then works.
+    // An admin swap that names the sha256 moves the pin; a SIGHUP of that file (with the
+    // operator's settings, not the swap's) then works.
     let delay_sha = sha256_of(DELAY);
     let response = client
         .post(child.url("/admin/plugin"))
-        .json(&json!({"path": plugin, "sha256": delay_sha}))
+        .json(&json!({"path": plugin, "sha256": delay_sha, "config": {"delay_ms": "0"}}))
         .send()
         .await
         .unwrap();

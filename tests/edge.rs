@@ -29,7 +29,7 @@ async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
 async fn a_slowloris_connection_is_closed_by_the_header_timeout() {
     let server = TestServer::start(&["--header-timeout-ms", "300"]).await;
     let mut slow = TcpStream::connect(server.addr).await.unwrap();
-    slow.write_all(b"POST /retrieve HTTP/1.1\r\nHost: x\r\n")
+    slow.write_all(b"POST /retrieve HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
     let health = server.get_json("/healthz").await;
@@ -97,7 +97,7 @@ async fn a_stalled_body_gets_408() {
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
     stream
         .write_all(
-            b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+            b"POST /retrieve HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
               Content-Length: 100\r\n\r\n{\"question\":",
         )
         .await
@@ -116,7 +116,7 @@ async fn a_dripping_client_does_not_hold_up_shutdown() {
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
     stream
         .write_all(
-            b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+            b"POST /retrieve HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
               Content-Length: 100\r\n\r\n{",
         )
         .await

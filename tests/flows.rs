@@ -186,3 +186,80 @@ async fn without_a_flow_header_the_header_is_ignored_and_the_body_unchanged() {
     let metrics = app.get("/metrics").await.text().await.unwrap();
     assert!(!metrics.contains("turnstile_flow_"), "{metrics}");
 }
+
+/// A peer that is not a trusted proxy cannot name a flow — a weighted one included — however
+/// it sends the header: its request is in the default flow, and even a bad value is ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_trusted_proxy_names_a_flow() {
+    // The in-process peer is 127.0.0.1: trusted by default, not under another --trusted-proxy.
+    let elsewhere = TestApp::load(&[
+        "--flow-header",
+        HEADER,
+        "--flow-weights",
+        "interactive=8",
+        "--trusted-proxy",
+        "10.0.0.0/8",
+    ])
+    .await;
+    for flow in ["interactive", "two words"] {
+        let (status, body) = retrieve_in(&elsewhere, Some(flow)).await;
+        assert_eq!(status, 200, "{flow}: {body}");
+    }
+    let metrics = elsewhere.get("/metrics").await.text().await.unwrap();
+    let line = r#"turnstile_flow_requests_total{flow="default",outcome="admitted"} 2"#;
+    assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    assert!(
+        !metrics.contains(r#"flow="interactive",outcome="admitted"}"#),
+        "{metrics}"
+    );
+    let local = TestApp::load(&["--flow-header", HEADER, "--flow-weights", "interactive=8"]).await;
+    assert_eq!(retrieve_in(&local, Some("interactive")).await.0, 200);
+    assert_eq!(retrieve_in(&local, Some("two words")).await.0, 400);
+    let metrics = local.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics
+            .contains(r#"turnstile_flow_requests_total{flow="interactive",outcome="admitted"} 1"#),
+        "{metrics}"
+    );
+}
+
+/// Without --max-waiting-per-flow, one flow may hold half the queue (rounded up), never all of
+/// it: another flow still finds places.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_one_flow_never_fills_the_queue() {
+    let server = Arc::new(
+        TestServer::start(&[
+            "--plugin",
+            components::DELAY,
+            "--plugin-config",
+            "delay_ms=5000",
+            "--max-active",
+            "1",
+            "--max-waiting",
+            "5",
+            "--wait-ms",
+            "60000",
+            "--flow-header",
+            HEADER,
+        ])
+        .await,
+    );
+    let send = |flow: &'static str| {
+        let server = Arc::clone(&server);
+        tokio::spawn(async move { retrieve_as(&server, Some(flow)).await })
+    };
+    let mut held = vec![send("flood")];
+    flows_are(&server, &[("flood", 1, 0)]).await;
+    for waiting in 1..=3 {
+        held.push(send("flood"));
+        flows_are(&server, &[("flood", 1, waiting)]).await;
+    }
+    let (status, refused) = retrieve_as(&server, Some("flood")).await;
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["limit"], "max_waiting_per_flow", "{refused}");
+    held.push(send("other"));
+    flows_are(&server, &[("flood", 1, 3), ("other", 0, 1)]).await;
+    for task in held {
+        task.abort();
+    }
+}

@@ -156,7 +156,7 @@ fn check_refuses_a_looping_plugin_with_timeout() {
 /// checks run with a call deadline); the swap lock is released, so the next good swap works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn looping_sleeping_and_slow_candidates_are_refused_and_the_next_swap_works() {
-    let app = TestApp::load(&[]).await;
+    let app = TestApp::swappable(&[]).await;
     for config in [
         json!({"attempt": "spin"}),
         json!({"attempt": "sleep", "sleep_ms": "4000"}),
@@ -316,7 +316,7 @@ fn resident_bytes() -> u64 {
 /// then a good candidate installs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hung_candidates_then_a_good_one_which_installs() {
-    let app = TestApp::load(&[]).await;
+    let app = TestApp::swappable(&[]).await;
     for n in 0..5 {
         let response = app
             .swap_plugin(json!({
@@ -348,7 +348,9 @@ async fn five_hung_candidates_then_a_good_one_which_installs() {
 /// installs over the new generation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_that_loses_the_race_is_told_and_installs_nothing() {
-    let server = std::sync::Arc::new(TestServer::start(&[]).await);
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().display().to_string();
+    let server = std::sync::Arc::new(TestServer::swappable(&["--swap-root", &dir_arg]).await);
     let slow_swap = json!({"path": turnstile_fixtures::DELAY, "config": {"delay_ms": "800"}});
     let slow = {
         let (server, body) = (std::sync::Arc::clone(&server), slow_swap.clone());
@@ -367,7 +369,6 @@ async fn a_swap_that_loses_the_race_is_told_and_installs_nothing() {
         }
     })
     .await;
-    let dir = tempfile::tempdir().unwrap();
     let quick = server
         .swap_plugin(json!({"path": crate::support::lexical_plugin(dir.path())}))
         .await;

@@ -232,8 +232,18 @@ async fn the_sandbox_holds() {
         "nearest-bad",
     ] {
         let config = format!("attempt={attempt}");
-        let app =
-            TestApp::load(&["--plugin", components::HOSTILE, "--plugin-config", &config]).await;
+        // The configured plugin's directory (the fixtures') is a swap root; the swap below is
+        // to the default plugin's copy in `dir`.
+        let dir_arg = dir.path().display().to_string();
+        let app = TestApp::load(&[
+            "--plugin",
+            components::HOSTILE,
+            "--plugin-config",
+            &config,
+            "--swap-root",
+            &dir_arg,
+        ])
+        .await;
         let (status, body) = app.retrieve(json!({"question": "json"})).await;
         assert_eq!(status, 500, "{attempt} was not refused: {body}");
         assert_eq!(body["status"], "internal_error");

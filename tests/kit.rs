@@ -84,7 +84,8 @@ async fn scaffold_build_check_serve_and_swap(lang: &str) {
     assert!(checked.contains(", 0 failed"), "{checked}");
     assert!(checked.contains("recall@5"), "{checked}");
 
-    let app = TestApp::load(&[]).await;
+    let project_arg = project.display().to_string();
+    let app = TestApp::load(&["--swap-root", &project_arg]).await;
     let response = app.swap_plugin(json!({"path": wasm})).await;
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap();

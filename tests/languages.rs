@@ -177,9 +177,20 @@ fn each_language_ranks_the_dev_set_as_the_rust_plugin_does() {
 /// lost or failed, and each answer names the generation that gave it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_under_load_from_rust_to_python_to_javascript_and_back_loses_no_request() {
-    let server = Arc::new(TestServer::start(&["--max-active", "2", "--max-waiting", "64"]).await);
     let dir = tempfile::tempdir().unwrap();
     let back = hybrid_plugin(dir.path());
+    let dir_arg = dir.path().display().to_string();
+    let server = Arc::new(
+        TestServer::swappable(&[
+            "--max-active",
+            "2",
+            "--max-waiting",
+            "64",
+            "--swap-root",
+            &dir_arg,
+        ])
+        .await,
+    );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let served = Arc::new(AtomicUsize::new(0));
     let mut loops = Vec::new();

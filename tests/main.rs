@@ -11,6 +11,7 @@ mod admin;
 mod api;
 mod check;
 mod config;
+mod confined;
 mod corpus;
 mod corpus_swap;
 mod drive;

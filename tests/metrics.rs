@@ -233,7 +233,7 @@ fn promtool_accepts(text: &str) {
 /// by it, the delay fixture's searches too, and the scrape says so (with the index's memory).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_term_index_answers_the_default_plugins_queries() {
-    let app = TestApp::load(&[]).await;
+    let app = TestApp::swappable(&[]).await;
     for question in ["parse command line arguments", "serialize json"] {
         let (status, body): (u16, Value) = app.retrieve(json!({"question": question})).await;
         assert_eq!(status, 200, "{body}");

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
+use crate::confined::components_root;
 use crate::support::{
     STATE_DEADLINE, TestApp, TestServer, child_retrieve, child_state_when, eventually,
     hybrid_plugin, logged, serve_child, sha256_of, stop_child,
@@ -31,7 +32,18 @@ async fn swap_in(app: &TestApp, body: Value, token: Option<&str>) -> (u16, Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_under_load_loses_and_fails_no_request() {
-    let server = Arc::new(TestServer::start(&["--max-active", "2", "--max-waiting", "64"]).await);
+    let root = components_root();
+    let server = Arc::new(
+        TestServer::start(&[
+            "--max-active",
+            "2",
+            "--max-waiting",
+            "64",
+            "--swap-root",
+            &root,
+        ])
+        .await,
+    );
     // Each client loops until it has itself been served by the new generation; every answer
     // must be a 200. `served` counts answers, so the swap waits for traffic to be flowing.
     let served = Arc::new(AtomicUsize::new(0));
@@ -99,11 +111,21 @@ async fn a_swap_under_load_loses_and_fails_no_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_candidate_leaves_the_old_plugin_serving() {
-    let app = TestApp::load(&[]).await;
+    let root = components_root();
+    let wat_root = std::path::Path::new(components::OUTSIDE)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let app = TestApp::load(&["--swap-root", &root, "--swap-root", &wat_root]).await;
     let cases = [
         (
-            json!({"path": "/nonexistent/plugin.wasm"}),
+            json!({"path": format!("{root}/nonexistent.wasm")}),
             "plugin_unreadable",
+        ),
+        (
+            json!({"path": "/nonexistent/plugin.wasm"}),
+            "path_not_allowed",
         ),
         (json!({"path": components::OUTSIDE}), "incompatible_plugin"),
         (json!({"path": components::FAULT}), "smoke_failed"),
@@ -141,7 +163,8 @@ async fn a_failed_candidate_leaves_the_old_plugin_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_endpoints_need_the_token_when_one_is_set() {
-    let app = TestApp::load(&["--admin-token", "s3cret-token"]).await;
+    let root = components_root();
+    let app = TestApp::load(&["--admin-token", "s3cret-token", "--swap-root", &root]).await;
     let body = json!({"path": components::DELAY, "config": {"delay_ms": "0"}});
     let (status, answer) = swap_in(&app, body.clone(), None).await;
     assert_eq!(status, 401, "{answer}");

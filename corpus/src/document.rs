@@ -4,6 +4,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::CorpusError;
+use super::regular_file::RegularFile;
 
 /// The corpus shipped with turnstile (see `corpus/README.md`), embedded so `serve` needs no files.
 static EMBEDDED_CORPUS: &[u8] = include_bytes!(concat!(
@@ -60,65 +61,57 @@ pub const MAX_CORPUS_BYTES: u64 = 4 << 30;
 /// The file must be a regular file (not a device or a pipe) of at most [`MAX_CORPUS_BYTES`], and
 /// so must its decompressed JSON Lines.
 pub fn read_corpus(path: Option<&Path>) -> Result<CorpusBytes, CorpusError> {
-    let (name, raw) = match path {
-        None => (EMBEDDED_CORPUS_NAME.to_owned(), EMBEDDED_CORPUS.to_vec()),
-        Some(p) => (p.display().to_string(), read_bounded_file(p)?),
+    let Some(path) = path else {
+        return Ok(CorpusBytes {
+            name: EMBEDDED_CORPUS_NAME.to_owned(),
+            jsonl: EMBEDDED_CORPUS.to_vec(),
+        });
     };
-    let jsonl = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(1 << 30));
-        let read_error = |source| CorpusError::Read {
-            path: name.clone().into(),
-            source,
-        };
-        flate2::read::GzDecoder::new(raw.as_slice())
-            .take(MAX_CORPUS_BYTES + 1)
-            .read_to_end(&mut out)
-            .map_err(read_error)?;
-        if out.len() as u64 > MAX_CORPUS_BYTES {
-            return Err(read_error(too_large()));
-        }
-        out
-    } else {
-        raw
-    };
-    Ok(CorpusBytes { name, jsonl })
-}
-
-fn too_large() -> std::io::Error {
-    std::io::Error::other(format!(
-        "larger than {} GiB of JSON Lines",
-        MAX_CORPUS_BYTES >> 30
-    ))
-}
-
-/// The bytes of the regular file at `path`, at most [`MAX_CORPUS_BYTES`].
-fn read_bounded_file(path: &Path) -> Result<Vec<u8>, CorpusError> {
     let error = |source| CorpusError::Read {
         path: path.to_owned(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(error)?;
-    let metadata = file.metadata().map_err(error)?;
-    if !metadata.is_file() {
-        return Err(error(std::io::Error::other("not a regular file")));
-    }
-    if metadata.len() > MAX_CORPUS_BYTES {
+    let file = RegularFile::open(path, MAX_CORPUS_BYTES).map_err(error)?;
+    let reported = file.len();
+    let mut file = std::io::BufReader::new(file);
+    let gzip = std::io::BufRead::fill_buf(&mut file)
+        .map_err(error)?
+        .starts_with(&[0x1f, 0x8b]);
+    // Decompressed as it is read: the compressed bytes are never held whole beside the JSON
+    // Lines, which are bounded as they come.
+    let mut jsonl = Vec::with_capacity(if gzip {
+        reported.saturating_mul(4).min(1 << 30) as usize
+    } else {
+        reported as usize
+    });
+    let read = if gzip {
+        flate2::read::GzDecoder::new(file)
+            .take(MAX_CORPUS_BYTES + 1)
+            .read_to_end(&mut jsonl)
+    } else {
+        file.read_to_end(&mut jsonl)
+    };
+    read.map_err(error)?;
+    if jsonl.len() as u64 > MAX_CORPUS_BYTES {
         return Err(error(too_large()));
     }
-    let mut raw = Vec::with_capacity(metadata.len() as usize);
-    file.take(MAX_CORPUS_BYTES + 1)
-        .read_to_end(&mut raw)
-        .map_err(error)?;
-    if raw.len() as u64 > MAX_CORPUS_BYTES {
-        return Err(error(too_large()));
-    }
-    Ok(raw)
+    Ok(CorpusBytes {
+        name: path.display().to_string(),
+        jsonl,
+    })
+}
+
+fn too_large() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("larger than {} GiB of JSON Lines", MAX_CORPUS_BYTES >> 30),
+    )
 }
 
 /// Parses JSON Lines into documents, checking every bound and that ids are unique.
 pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
     let mut docs = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashMap::new();
     for (i, line) in jsonl.split(|b| *b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -127,7 +120,7 @@ pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
             line: i + 1,
             reason,
         };
-        let doc: Document = serde_json::from_slice(line).map_err(|e| bad(e.to_string()))?;
+        let doc: Document = serde_json::from_slice(line).map_err(|e| bad(json_problem(&e)))?;
         if doc.id.is_empty() || doc.id.len() > MAX_ID_BYTES {
             return Err(bad(format!("id must be 1..={MAX_ID_BYTES} bytes")));
         }
@@ -145,12 +138,26 @@ pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
         if doc.text.chars().count() > MAX_TEXT_CHARS {
             return Err(bad(format!("text over {MAX_TEXT_CHARS} characters")));
         }
-        if !seen.insert(doc.id.clone()) {
-            return Err(bad(format!("duplicate id {:?}", doc.id)));
+        if let Some(first) = seen.insert(doc.id.clone(), i + 1) {
+            return Err(bad(format!("the same id as line {first}")));
         }
         docs.push(doc);
     }
     Ok(docs)
+}
+
+/// What is wrong with a line that is not a document, in words that quote nothing of it (an
+/// error can reach someone who may not read the file: serde's messages quote values and keys).
+fn json_problem(error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let column = error.column();
+    match error.classify() {
+        Category::Syntax | Category::Io => format!("not valid JSON (column {column})"),
+        Category::Eof => "not valid JSON (it ends too early)".to_owned(),
+        Category::Data => format!(
+            "not a document {{\"id\", \"kind\"?, \"title\", \"text\"}} of strings: a field is missing, unknown, repeated or not a string (column {column})"
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +170,28 @@ mod tests {
         let docs = load_documents(&bytes.jsonl).unwrap();
         assert!(docs.len() > 1000, "only {} documents", docs.len());
         assert!(docs.iter().any(|d| d.id == "argparse"));
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_its_number_and_never_quoted() {
+        let good = r#"{"id":"canary-id","title":"t","text":"x"}"#;
+        for (jsonl, line, says) in [
+            (format!("{good}\n\"canary-line\""), 2, "not a document"),
+            (
+                r#"{"id":"a","title":"t","text":"x","canary-key":1}"#.to_owned(),
+                1,
+                "unknown",
+            ),
+            (format!("{good}\n\n{good}"), 3, "the same id as line 1"),
+            ("{\"id\": canary".to_owned(), 1, "not valid JSON"),
+        ] {
+            let err = load_documents(jsonl.as_bytes()).unwrap_err().to_string();
+            assert!(!err.contains("canary"), "{err}");
+            assert!(
+                err.contains(&format!("line {line}:")) && err.contains(says),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //!
 //! Everything here is bounded: at most [`FlowConfig::max_flows`] named flows are live (a flow is
 //! live while it has a lease out or a waiter); a new name past them joins [`OVERFLOW_FLOW`], which
-//! all such names share. A flow that goes idle is forgotten, with its counts. [`DEFAULT_FLOW`] is
+//! all such names share. The flows the settings weight are not counted: each always keeps its
+//! own lane, however many other names clients send. A flow that goes idle is forgotten, with its counts. [`DEFAULT_FLOW`] is
 //! the one exception: it always has its place (id 0, not counted in `max_flows`), so a gate with
 //! flows off — every request in it — does no map lookup and no allocation per request; its counts
 //! start again when it goes idle, as a forgotten flow's would.
@@ -47,8 +48,8 @@ pub fn valid_flow_name(name: &str) -> bool {
 /// How the wait queue is shared between flows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowConfig {
-    /// Named flows live at once (1..=10,000; [`DEFAULT_FLOW`] aside); a new name past them joins
-    /// [`OVERFLOW_FLOW`].
+    /// Named flows live at once (1..=10,000; [`DEFAULT_FLOW`] and the weighted flows aside); a
+    /// new name past them joins [`OVERFLOW_FLOW`].
     pub max_flows: usize,
     /// Waiters one flow may have, besides the gate's `max_waiting` for all of them.
     pub max_waiting_per_flow: usize,
@@ -126,6 +127,12 @@ impl FlowConfig {
         })
     }
 
+    /// The waiters one flow may have when the settings do not say: half the queue, rounded up,
+    /// so one flow's flood never fills it — the other half is always open to the rest.
+    pub fn fair_share(max_waiting: usize) -> usize {
+        max_waiting.div_ceil(2)
+    }
+
     fn weight_of(&self, name: &str) -> u32 {
         self.weights
             .get(name)
@@ -175,6 +182,8 @@ pub(super) struct FlowTable {
     flows: Slab<Flow>,
     /// The overflow flow's id while it is live.
     overflow: Option<usize>,
+    /// Live flows the settings do not weight (what `max_flows` bounds).
+    unweighted_live: usize,
 }
 
 /// What a refusal or an exit does to a flow's counts.
@@ -197,6 +206,7 @@ impl FlowTable {
             by_name: HashMap::with_capacity(config.max_flows.min(1024)),
             flows,
             overflow: None,
+            unweighted_live: 0,
             config,
         }
     }
@@ -214,7 +224,8 @@ impl FlowTable {
         if let Some(&id) = self.by_name.get(name) {
             return id;
         }
-        if self.by_name.len() >= self.config.max_flows {
+        let weighted = self.config.weights.contains_key(name);
+        if !weighted && self.unweighted_live >= self.config.max_flows {
             return match self.overflow {
                 Some(id) => id,
                 None => {
@@ -231,6 +242,9 @@ impl FlowTable {
             .flows
             .insert(Flow::new(name.clone(), self.config.weight_of(&name)));
         self.by_name.insert(name, id);
+        if !weighted {
+            self.unweighted_live += 1;
+        }
         id
     }
 
@@ -288,6 +302,9 @@ impl FlowTable {
             self.overflow = None;
         } else {
             self.by_name.remove(&flow.name);
+            if !self.config.weights.contains_key(&*flow.name) {
+                self.unweighted_live -= 1;
+            }
         }
     }
 
@@ -355,17 +372,19 @@ mod tests {
 
     #[test]
     fn live_flows_are_bounded_and_the_rest_share_the_overflow_flow() {
-        let config = FlowConfig::new(2, 10, BTreeMap::from([("b".into(), 4)]), 1).unwrap();
+        let config = FlowConfig::new(1, 10, BTreeMap::from([("b".into(), 4)]), 1).unwrap();
         let mut table = FlowTable::new(config);
         let a = table.enter("a");
         table.add_waiting(a, 1);
-        let b = table.enter("b");
-        table.add_active(b, 1);
-        assert_eq!((table.weight(a), table.weight(b)), (1, 4));
         let c = table.enter("c");
         let d = table.enter("d");
         assert_eq!(c, d, "past max_flows, new names share one flow");
         table.add_waiting(c, 1);
+        // The weighted flow keeps its own lane although max_flows names are live.
+        let b = table.enter("b");
+        table.add_active(b, 1);
+        assert_ne!(b, c);
+        assert_eq!((table.weight(a), table.weight(b)), (1, 4));
         assert_eq!(table.live(), 3);
         let names: Vec<String> = table.snapshot().into_iter().map(|f| f.name).collect();
         assert_eq!(names, ["(overflow)", "a", "b"]);

@@ -1,6 +1,6 @@
 //! Reading a plugin's component: the two embedded in the binary, or a file the operator names
-//! (a regular file of bounded size, opened so that a FIFO or a device cannot block or flood the
-//! read), and its sha256.
+//! (a regular file of bounded size, [`turnstile_corpus::RegularFile`]: a FIFO or a device
+//! cannot block or flood the read), and its sha256.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -64,51 +64,9 @@ impl PluginSource {
             path: path.clone(),
             source,
         };
-        let not_regular = || {
-            refuse(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file",
-            ))
-        };
-        // Look before opening (opening a FIFO would block until a writer came), open without
-        // blocking, and look again at what was opened (the path may have changed meanwhile).
-        if !std::fs::metadata(path).map_err(refuse)?.is_file() {
-            return Err(not_regular());
-        }
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-                .open(path)
-                .map_err(refuse)?
-        };
-        let metadata = file.metadata().map_err(refuse)?;
-        if !metadata.is_file() {
-            return Err(not_regular());
-        }
-        if metadata.len() > MAX_PLUGIN_BYTES {
-            return Err(refuse(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "{} bytes; at most {MAX_PLUGIN_BYTES} are read",
-                    metadata.len()
-                ),
-            )));
-        }
-        let mut bytes = Vec::with_capacity(metadata.len() as usize);
-        // `take`: the file may grow between the size check and the read.
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, MAX_PLUGIN_BYTES + 1),
-            &mut bytes,
-        )
-        .map_err(refuse)?;
-        if bytes.len() as u64 > MAX_PLUGIN_BYTES {
-            return Err(refuse(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("larger than {MAX_PLUGIN_BYTES} bytes"),
-            )));
-        }
+        let bytes = turnstile_corpus::RegularFile::open(path, MAX_PLUGIN_BYTES)
+            .and_then(turnstile_corpus::RegularFile::read_all)
+            .map_err(refuse)?;
         Ok(Cow::Owned(bytes))
     }
 }

@@ -2,11 +2,12 @@
 //! `swap_failed` body's `error`, and the `result` label of the swap metrics. The runtime returns
 //! typed errors; the codes are the server's, named once here.
 
-use turnstile_host::swap::{CorpusSwap, CorpusSwapError, SwapError};
+use turnstile_host::swap::{CorpusSwapError, SwapError, SwapOutcome};
 
 /// The code of a refused plugin candidate.
 pub fn plugin_swap_code(error: &SwapError) -> &'static str {
     match error {
+        SwapError::NotAllowed(_) => "path_not_allowed",
         SwapError::Unreadable(_) => "plugin_unreadable",
         SwapError::Sha256Mismatch { .. } => "sha256_mismatch",
         SwapError::PinRequired { .. } => "sha256_required",
@@ -22,6 +23,7 @@ pub fn plugin_swap_code(error: &SwapError) -> &'static str {
 /// The code of a refused corpus candidate.
 pub fn corpus_swap_code(error: &CorpusSwapError) -> &'static str {
     match error {
+        CorpusSwapError::NotAllowed(_) => "path_not_allowed",
         CorpusSwapError::Unreadable(_) => "corpus_unreadable",
         CorpusSwapError::Invalid(_) => "invalid_corpus",
         CorpusSwapError::Sha256Mismatch { .. } => "sha256_mismatch",
@@ -34,16 +36,25 @@ pub fn corpus_swap_code(error: &CorpusSwapError) -> &'static str {
     }
 }
 
-/// The `result` label of a plugin swap attempt: `swapped`, or the refusal's code.
-pub fn plugin_swap_result(outcome: Result<(), &SwapError>) -> &'static str {
-    outcome.map_or_else(plugin_swap_code, |()| "swapped")
+/// The `result` label of a plugin swap attempt: `swapped`, `unchanged`, or the refusal's code.
+pub fn plugin_swap_result(outcome: Result<SwapOutcome, &SwapError>) -> &'static str {
+    match outcome {
+        Ok(outcome) => outcome_label(outcome),
+        Err(error) => plugin_swap_code(error),
+    }
 }
 
 /// The `result` label of a corpus swap attempt: `swapped`, `unchanged`, or the refusal's code.
-pub fn corpus_swap_result(outcome: Result<CorpusSwap, &CorpusSwapError>) -> &'static str {
+pub fn corpus_swap_result(outcome: Result<SwapOutcome, &CorpusSwapError>) -> &'static str {
     match outcome {
-        Ok(CorpusSwap::Swapped) => "swapped",
-        Ok(CorpusSwap::Unchanged) => "unchanged",
+        Ok(outcome) => outcome_label(outcome),
         Err(error) => corpus_swap_code(error),
+    }
+}
+
+fn outcome_label(outcome: SwapOutcome) -> &'static str {
+    match outcome {
+        SwapOutcome::Swapped => "swapped",
+        SwapOutcome::Unchanged => "unchanged",
     }
 }

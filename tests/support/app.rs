@@ -56,6 +56,14 @@ impl TestApp {
         Self::over(load(flags).await)
     }
 
+    /// [`TestApp::load`] with `--swap-root` for the fixture components' directories: for tests
+    /// that swap to them.
+    pub async fn swappable(flags: &[&str]) -> Self {
+        let flags = super::files::with_fixture_roots(flags);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        Self::load(&flags).await
+    }
+
     fn over(state: AppState) -> Self {
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let router = turnstile_server::http::app(state.clone())

@@ -37,3 +37,30 @@ pub fn sha256_of(path: impl AsRef<Path>) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
 }
+
+/// `--swap-root` flags for every directory of the fixture components (the Rust guests, the
+/// Python and JavaScript ones, the WAT ones): what a test that swaps to them by an admin request
+/// adds to its `serve` flags.
+fn fixture_roots() -> Vec<String> {
+    let mut flags = Vec::new();
+    for component in [
+        turnstile_fixtures::DELAY,
+        turnstile_fixtures::RETRIEVAL_PY,
+        turnstile_fixtures::OUTSIDE,
+    ] {
+        let dir = Path::new(component).parent().unwrap().display().to_string();
+        if !flags.contains(&dir) {
+            flags.extend(["--swap-root".to_owned(), dir]);
+        }
+    }
+    flags
+}
+
+/// `flags` and [`fixture_roots`].
+pub fn with_fixture_roots(flags: &[&str]) -> Vec<String> {
+    flags
+        .iter()
+        .map(|f| (*f).to_owned())
+        .chain(fixture_roots())
+        .collect()
+}

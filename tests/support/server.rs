@@ -48,6 +48,14 @@ impl TestServer {
         }
     }
 
+    /// [`TestServer::start`] with `--swap-root` for the fixture components' directories: for
+    /// tests that swap to them.
+    pub async fn swappable(flags: &[&str]) -> Self {
+        let flags = super::files::with_fixture_roots(flags);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        Self::start(&flags).await
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

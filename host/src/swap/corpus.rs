@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use turnstile_corpus::{CorpusError, CorpusIndex, CorpusPool, read_corpus};
 
 use super::bounds::MAX_CORPUS_CANDIDATES;
-use super::error::{CorpusSwap, CorpusSwapError};
+use super::error::{CorpusSwapError, SwapOutcome};
 use super::hot_swap::{Checking, HotSwap, Trigger};
 use crate::conformance::{Check, smoke};
 use crate::{Generation, Plugin, PluginRuntime, Sha256Hex, sha256_hex};
@@ -24,7 +24,7 @@ use crate::{Generation, Plugin, PluginRuntime, Sha256Hex, sha256_hex};
 /// A completed corpus swap.
 pub struct CorpusSwapped {
     /// Swapped, or unchanged.
-    pub outcome: CorpusSwap,
+    pub outcome: SwapOutcome,
     /// Now serving new requests.
     pub generation: Generation,
     /// What served before (still finishing the calls it admitted); the same as `generation`
@@ -54,10 +54,10 @@ impl HotSwap {
         outcome
     }
 
-    /// SIGHUP's corpus reload: the serving corpus's file again, under the current pin.
+    /// SIGHUP's corpus reload: the configured corpus (`--corpus`, or the embedded one), re-read
+    /// under the current pin; unchanged when that is what serves.
     pub fn reload_corpus(&self) -> Result<CorpusSwapped, CorpusSwapError> {
-        let path = self.slot.current().corpus.path;
-        self.swap_corpus(path, Trigger::Reload)
+        self.swap_corpus(self.configured.corpus.clone(), Trigger::Reload)
     }
 
     /// The sha256 every corpus install must match now, if the corpus is pinned.
@@ -91,6 +91,14 @@ impl HotSwap {
         let expected = trigger
             .expected(pinned_at_start.clone())
             .map_err(|pinned| CorpusSwapError::PinRequired { pinned })?;
+        let path = match path {
+            Some(path) => Some(
+                trigger
+                    .confine(&self.roots, &path)
+                    .map_err(CorpusSwapError::NotAllowed)?,
+            ),
+            None => None,
+        };
         let corpus = read_corpus(path.as_deref()).map_err(CorpusSwapError::Unreadable)?;
         let actual = sha256_hex(&corpus.jsonl);
         if let Some(expected) = &expected
@@ -106,7 +114,7 @@ impl HotSwap {
             // the corpus being served). Under a pin, it was just checked against the pin.
             self.set_corpus_pin(expected);
             return Ok(CorpusSwapped {
-                outcome: CorpusSwap::Unchanged,
+                outcome: SwapOutcome::Unchanged,
                 generation: previous.clone(),
                 previous,
                 elapsed: started.elapsed(),
@@ -179,7 +187,7 @@ impl HotSwap {
             "corpus swapped"
         );
         Ok(CorpusSwapped {
-            outcome: CorpusSwap::Swapped,
+            outcome: SwapOutcome::Swapped,
             generation,
             previous,
             elapsed,

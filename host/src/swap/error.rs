@@ -4,11 +4,15 @@
 use turnstile_corpus::CorpusError;
 
 use super::bounds::MAX_CANDIDATES_CHECKED;
+use super::roots::Confinement;
 use crate::{PluginError, Sha256Hex};
 
 /// Why a candidate was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum SwapError {
+    /// An admin swap named a path outside the swap roots: nothing was read.
+    #[error("{0}")]
+    NotAllowed(#[source] Confinement),
     /// The file could not be read.
     #[error("{0}")]
     Unreadable(#[source] PluginError),
@@ -71,6 +75,9 @@ pub enum SwapError {
 /// Why a corpus candidate was refused; the old corpus keeps serving.
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusSwapError {
+    /// An admin swap named a path outside the swap roots: nothing was read.
+    #[error("{0}")]
+    NotAllowed(#[source] Confinement),
     /// The file could not be read (or decompressed).
     #[error("{0}")]
     Unreadable(#[source] CorpusError),
@@ -132,12 +139,12 @@ pub enum CorpusSwapError {
     Busy,
 }
 
-/// What a corpus swap did.
+/// What a swap (of a plugin or a corpus) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CorpusSwap {
-    /// A new corpus generation serves new requests.
+pub enum SwapOutcome {
+    /// A new generation serves new requests.
     Swapped,
-    /// The candidate is the corpus being served (the same sha256): nothing was loaded or
-    /// installed.
+    /// The candidate is what serves (a corpus: the same sha256; a plugin: the same sha256,
+    /// settings and grants): nothing was installed, no generation was made.
     Unchanged,
 }

@@ -1,15 +1,18 @@
 //! [`HotSwap`]: what every swap shares — the slot, the engines, the pins, the counts of
 //! candidates being checked — and the rules both kinds of swap follow ([`Trigger`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::bounds::MAX_CANDIDATES_CHECKED;
 use super::observer::SwapObserver;
+use super::roots::{Confinement, SwapRoots};
 use crate::capabilities::outbound::Origins;
-use crate::{PluginConfig, PluginRuntime, PluginSlot, RuntimeOptions, Secrets, Sha256Hex};
+use crate::{
+    PluginConfig, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions, Secrets, Sha256Hex,
+};
 
-/// What asked for a swap, which decides the sha256 rule.
+/// What asked for a swap, which decides the sha256 rule and where its file may be.
 ///
 /// The rule, the same on every path and for plugins and corpora alike (each has its own pin):
 /// once a plugin (a corpus) was installed with a pin (`--plugin-sha256` / `--corpus-sha256` at
@@ -18,9 +21,10 @@ use crate::{PluginConfig, PluginRuntime, PluginSlot, RuntimeOptions, Secrets, Sh
 /// which becomes the pin. Unpinned, it swaps freely.
 #[derive(Debug, Clone)]
 pub enum Trigger {
-    /// SIGHUP: reload the serving generation's file, under the current pin.
+    /// SIGHUP: reload the configured file, under the current pin.
     Reload,
-    /// `POST /admin/plugin` or `/admin/corpus`, with the sha256 the request names, if any.
+    /// `POST /admin/plugin` or `/admin/corpus`, with the sha256 the request names, if any; its
+    /// file must lie under the swap roots.
     Admin {
         /// The candidate's expected sha256; it becomes the pin.
         sha256: Option<Sha256Hex>,
@@ -44,6 +48,15 @@ impl Trigger {
             ) => Ok(Some(given.clone())),
             (Self::Admin { sha256: None }, Some(pinned)) => Err(pinned),
             (Self::Admin { sha256: None }, None) => Ok(None),
+        }
+    }
+
+    /// The file a swap under this trigger reads for `path`: an admin swap's only under
+    /// `roots` (resolved), a reload's — the operator's own configuration — as it is.
+    pub(super) fn confine(&self, roots: &SwapRoots, path: &Path) -> Result<PathBuf, Confinement> {
+        match self {
+            Self::Reload => Ok(path.to_owned()),
+            Self::Admin { .. } => roots.confine(path),
         }
     }
 }
@@ -109,6 +122,18 @@ pub struct HotSwap {
     pub(super) corpus_checking: std::sync::atomic::AtomicUsize,
     /// Corpora swapped out, watched until their last request ends.
     pub(super) retired: std::sync::Mutex<Vec<turnstile_corpus::CorpusWatch>>,
+    /// What served at start: what SIGHUP reloads.
+    pub(super) configured: Configured,
+    /// Where admin swaps may read files.
+    pub(super) roots: SwapRoots,
+}
+
+/// The files the operator configured (`--plugin`, `--corpus`; `None`: embedded): what a reload
+/// returns to, whatever admin swaps installed since.
+#[derive(Debug, Clone)]
+pub(super) struct Configured {
+    pub(super) plugin: PluginSource,
+    pub(super) corpus: Option<PathBuf>,
 }
 
 impl HotSwap {
@@ -128,7 +153,13 @@ impl HotSwap {
         corpus: CorpusOptions,
         observer: Arc<dyn SwapObserver>,
     ) -> Self {
+        let serving = slot.current();
         Self {
+            configured: Configured {
+                plugin: serving.source.clone(),
+                corpus: serving.corpus.path.clone(),
+            },
+            roots: SwapRoots::default(),
             slot,
             runtime: runtimes.serving,
             conformance: runtimes.conformance,
@@ -142,6 +173,17 @@ impl HotSwap {
             corpus_checking: std::sync::atomic::AtomicUsize::new(0),
             retired: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Lets admin swaps read files under `roots` (by default: none).
+    pub fn with_roots(mut self, roots: SwapRoots) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    /// Where admin swaps may read files.
+    pub fn roots(&self) -> &SwapRoots {
+        &self.roots
     }
 
     /// The sha256 every install must match now, if the server is pinned.

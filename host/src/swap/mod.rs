@@ -8,7 +8,8 @@
 //! with.
 //!
 //! [`HotSwap`] is what every swap shares: the slot it installs into, the engines, the operator's
-//! default settings and the pins. `serve`, SIGHUP and the admin endpoints share one; none of
+//! default settings, the pins, the configured files (what SIGHUP reloads) and the roots admin
+//! swaps read from ([`SwapRoots`]). `serve`, SIGHUP and the admin endpoints share one; none of
 //! them needs the HTTP state. Refusals are typed ([`SwapError`], [`CorpusSwapError`]); the codes
 //! a client sees are the server's.
 
@@ -18,10 +19,12 @@ mod error;
 mod hot_swap;
 mod observer;
 mod plugin;
+mod roots;
 
 pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES};
 pub use corpus::CorpusSwapped;
-pub use error::{CorpusSwap, CorpusSwapError, SwapError};
+pub use error::{CorpusSwapError, SwapError, SwapOutcome};
 pub use hot_swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapSettings, Trigger};
 pub use observer::SwapObserver;
 pub use plugin::Swapped;
+pub use roots::{Confinement, RootError, SwapRoots};

@@ -3,17 +3,18 @@
 
 use std::time::Duration;
 
-use super::error::{CorpusSwap, CorpusSwapError, SwapError};
+use super::error::{CorpusSwapError, SwapError, SwapOutcome};
 
 /// Told of every swap attempt. Every method has a default that ignores it.
 pub trait SwapObserver: Send + Sync {
-    /// One plugin swap attempt: installed (`Ok`) or refused, and how long it took.
-    fn plugin_swap(&self, outcome: Result<(), &SwapError>, elapsed: Duration) {
+    /// One plugin swap attempt: installed or unchanged (`Ok`), or refused, and how long it
+    /// took.
+    fn plugin_swap(&self, outcome: Result<SwapOutcome, &SwapError>, elapsed: Duration) {
         let _ = (outcome, elapsed);
     }
 
     /// One corpus swap attempt: swapped or unchanged (`Ok`), or refused.
-    fn corpus_swap(&self, outcome: Result<CorpusSwap, &CorpusSwapError>, elapsed: Duration) {
+    fn corpus_swap(&self, outcome: Result<SwapOutcome, &CorpusSwapError>, elapsed: Duration) {
         let _ = (outcome, elapsed);
     }
 }

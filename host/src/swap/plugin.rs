@@ -5,20 +5,23 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::error::SwapError;
+use super::error::{SwapError, SwapOutcome};
 use super::hot_swap::{Checking, HotSwap, SwapSettings, Trigger};
 use crate::conformance::{Check, smoke};
 use crate::{Generation, Plugin, PluginError, PluginRuntime, PluginSource, Provision};
 
 /// A completed swap.
 pub struct Swapped {
+    /// Swapped, or unchanged.
+    pub outcome: SwapOutcome,
     /// Now serving new requests.
     pub generation: Generation,
-    /// What served before (still finishing the calls it admitted).
+    /// What served before (still finishing the calls it admitted); the same as `generation`
+    /// when unchanged.
     pub previous: Generation,
     /// From the request to the install.
     pub elapsed: Duration,
-    /// The smoke checks the candidate passed.
+    /// The smoke checks the candidate passed (none when unchanged).
     pub smoke: Vec<Check>,
 }
 
@@ -34,8 +37,19 @@ impl HotSwap {
         let started = Instant::now();
         let outcome = self.try_swap(source, trigger, settings, started);
         self.observer
-            .plugin_swap(outcome.as_ref().map(|_| ()), started.elapsed());
+            .plugin_swap(outcome.as_ref().map(|s| s.outcome), started.elapsed());
         outcome
+    }
+
+    /// SIGHUP's plugin reload: the configured plugin (`--plugin`, or the embedded one) with the
+    /// operator's settings and grants, re-read under the current pin; unchanged when that is
+    /// what serves.
+    pub fn reload_plugin(&self) -> Result<Swapped, SwapError> {
+        self.swap(
+            self.configured.plugin.clone(),
+            Trigger::Reload,
+            SwapSettings::default(),
+        )
     }
 
     fn try_swap(
@@ -74,6 +88,14 @@ impl HotSwap {
             PluginError::Read { .. } => SwapError::Unreadable(e),
             other => SwapError::Incompatible(other),
         };
+        let source = match source {
+            PluginSource::File(path) => PluginSource::File(
+                trigger
+                    .confine(&self.roots, &path)
+                    .map_err(SwapError::NotAllowed)?,
+            ),
+            embedded => embedded,
+        };
         let bytes = source.read().map_err(refused)?;
         let actual = crate::sha256_hex(&bytes);
         if let Some(expected) = expected_sha256
@@ -82,6 +104,24 @@ impl HotSwap {
             return Err(SwapError::Sha256Mismatch {
                 expected: expected.clone(),
                 actual,
+            });
+        }
+        let serving = previous.plugin.provision();
+        if actual == previous.plugin.sha256()
+            && *serving.config == config
+            && serving.outbound == outbound
+        {
+            // What serves already: no generation is made (a reload of an unchanged file, or a
+            // swap to the plugin serving). Under a pin, it was just checked against the pin.
+            if let Some(new_pin) = expected {
+                *self.pin.lock().unwrap_or_else(|p| p.into_inner()) = Some(new_pin);
+            }
+            return Ok(Swapped {
+                outcome: SwapOutcome::Unchanged,
+                generation: previous.clone(),
+                previous,
+                elapsed: started.elapsed(),
+                smoke: Vec::new(),
             });
         }
         // The smoke checks run on the conformance runtime, then the same bytes are loaded for
@@ -137,6 +177,7 @@ impl HotSwap {
             "plugin swapped"
         );
         Ok(Swapped {
+            outcome: SwapOutcome::Swapped,
             generation,
             previous,
             elapsed,

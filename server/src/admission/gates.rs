@@ -4,13 +4,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use axum::http::HeaderName;
 use tokio::time::Instant;
 use turnstile_gate::Gate;
 use turnstile_global::{GlobalGate, GlobalGrant};
 
 use super::admitted::Admitted;
 use super::flow_label::flow_label;
+use super::flow_source::FlowSource;
 use super::observer::AdmissionObserver;
 use super::refused::Refused;
 
@@ -21,8 +21,8 @@ pub struct Admission {
     global: Option<GlobalGate>,
     /// Told of every decision.
     observer: Arc<dyn AdmissionObserver>,
-    /// The header naming a request's flow, with flows on.
-    flow_header: Option<HeaderName>,
+    /// Where a request's flow comes from, with flows on.
+    flow_source: Option<FlowSource>,
     /// The flows named in the settings (weighted): the only flow names a metric label shows.
     named_flows: Arc<BTreeSet<String>>,
 }
@@ -48,22 +48,22 @@ impl Admission {
             gate,
             global,
             observer,
-            flow_header: None,
+            flow_source: None,
             named_flows: Default::default(),
         }
     }
 
-    /// Requests name their flow in `header` (the local gate must share its queue by flows:
+    /// Requests name their flow as `source` says (the local gate must share its queue by flows:
     /// [`Gate::with_flows`]).
-    pub fn with_flow_header(mut self, header: HeaderName) -> Self {
-        self.flow_header = Some(header);
+    pub fn with_flow_source(mut self, source: FlowSource) -> Self {
+        self.flow_source = Some(source);
         self.named_flows = Arc::new(self.gate.flow_config().weights.into_keys().collect());
         self
     }
 
     /// With flows on, the flows the settings name (their own metric labels).
     pub fn named_flows(&self) -> Option<&BTreeSet<String>> {
-        self.flow_header.as_ref().map(|_| &*self.named_flows)
+        self.flow_source.as_ref().map(|_| &*self.named_flows)
     }
 
     /// The metric label of `flow` (`None`: the default flow): its name if the settings name it
@@ -72,9 +72,9 @@ impl Admission {
         flow_label(&self.named_flows, flow)
     }
 
-    /// The header naming a request's flow, with flows on.
-    pub fn flow_header(&self) -> Option<&HeaderName> {
-        self.flow_header.as_ref()
+    /// Where a request's flow comes from, with flows on.
+    pub fn flow_source(&self) -> Option<&FlowSource> {
+        self.flow_source.as_ref()
     }
 
     /// The local gate (its snapshot, events and limits).
@@ -104,7 +104,7 @@ impl Admission {
     /// the default flow). The global gate is flow-blind.
     pub async fn admit_in(&self, flow: Option<&str>) -> Result<Admitted, Refused> {
         let outcome = self.decide(flow).await;
-        let label = self.flow_header.as_ref().map(|_| self.flow_label(flow));
+        let label = self.flow_source.as_ref().map(|_| self.flow_label(flow));
         self.observer.decided(label, outcome.as_ref());
         outcome
     }

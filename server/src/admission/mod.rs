@@ -11,12 +11,14 @@
 
 mod admitted;
 mod flow_label;
+mod flow_source;
 mod gates;
 mod observer;
 mod refused;
 
 pub use admitted::Admitted;
 pub(crate) use flow_label::flow_label;
+pub use flow_source::{FlowSource, loopback_networks};
 pub use gates::Admission;
 pub use observer::AdmissionObserver;
 pub use refused::Refused;

@@ -26,6 +26,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::api::{ForbiddenBody, ForbiddenCode, UnauthorizedBody};
 use super::error::ApiError;
+use super::hosts::is_loopback_host;
 use super::state::AppState;
 
 /// Who may call a route. The route table gives each route one; the router layers [`guard`]
@@ -43,23 +44,31 @@ pub enum Access {
 
 impl Access {
     /// Adds what [`guard`] answers under this rule to every operation of `route`'s OpenAPI entry
-    /// — 401 [`UnauthorizedBody`] and 403 [`ForbiddenBody`], for a rule stricter than
-    /// [`Access::Public`] — with those bodies' schemas.
+    /// — 403 [`ForbiddenBody`] (a `Host` not allowed, on every route), and 401
+    /// [`UnauthorizedBody`] for a rule stricter than [`Access::Public`] — with those bodies'
+    /// schemas.
     pub fn document<S>(self, (schemas, paths, _): &mut UtoipaMethodRouter<S>) {
         let (unauthorized, forbidden) = match self {
-            Self::Public => return,
+            Self::Public => (None, "Addressed to a Host this server does not answer to"),
             Self::Operator => (
-                "Beyond loopback: a token is needed",
-                "Beyond loopback: refused for where it comes from",
+                Some("Beyond loopback: a token is needed"),
+                "Refused for the Host it names, or beyond loopback for where it comes from",
             ),
-            Self::Admin => ("A token is needed", "Refused for where it comes from"),
+            Self::Admin => (
+                Some("A token is needed"),
+                "Refused for the Host it names or where it comes from",
+            ),
         };
         for operation in paths.paths.values_mut().flat_map(operations) {
             let responses = &mut operation.responses.responses;
-            responses.insert("401".into(), answer::<UnauthorizedBody>(unauthorized));
+            if let Some(unauthorized) = unauthorized {
+                responses.insert("401".into(), answer::<UnauthorizedBody>(unauthorized));
+            }
             responses.insert("403".into(), answer::<ForbiddenBody>(forbidden));
         }
-        with_schemas::<UnauthorizedBody>(schemas);
+        if unauthorized.is_some() {
+            with_schemas::<UnauthorizedBody>(schemas);
+        }
         with_schemas::<ForbiddenBody>(schemas);
     }
 }
@@ -99,14 +108,26 @@ fn with_schemas<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
     T::schemas(schemas);
 }
 
-/// Lets a request through only if the admin policy allows its peer, origin, host and
-/// credentials (an [`Access::Operator`] route: only when the policy protects them).
+/// Lets a request through only if it is addressed to an allowed `Host` (every route), and, on a
+/// guarded route, the admin policy allows its peer, origin, host and credentials (an
+/// [`Access::Operator`] route: only when the policy protects them).
 pub async fn guard(
     State((state, access)): State<(AppState, Access)>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
     next: Next,
 ) -> Response {
+    if !state.hosts.allows(request_host(&request)) {
+        // The name is the client's: logged escaped and cut, never echoed.
+        let host = request_host(&request).map(|h| turnstile_host::sanitize(h, 64));
+        tracing::warn!(%peer, ?host, path = request.uri().path(), "request to a Host not allowed refused");
+        return ApiError::Forbidden {
+            code: ForbiddenCode::HostNotAllowed,
+            detail: "this server answers only requests addressed to its own names (--allowed-host)"
+                .into(),
+        }
+        .into_response();
+    }
     if access == Access::Public || (access == Access::Operator && !state.admin.protect_state) {
         return next.run(request).await;
     }
@@ -129,7 +150,7 @@ pub async fn guard(
         }
         .into_response();
     }
-    if state.admin.token.is_none() && !loopback_host(headers) {
+    if state.admin.token.is_none() && !request_host(&request).is_some_and(is_loopback_host) {
         tracing::warn!(%peer, path = request.uri().path(), "admin request with a non-loopback Host refused");
         return ApiError::Forbidden {
             code: ForbiddenCode::HostNotAllowed,
@@ -171,20 +192,12 @@ fn same_origin(origin: &[u8], headers: &HeaderMap) -> bool {
         .is_some_and(|rest| rest.eq_ignore_ascii_case(host.as_bytes()))
 }
 
-/// Whether the `Host` header names a loopback host: `localhost`, `127.0.0.0/8` or `[::1]`,
-/// with or without a port.
-fn loopback_host(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return false;
-    };
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+/// The host a request is addressed to: its `Host` header, or its URI's authority (HTTP/2).
+fn request_host(request: &Request) -> Option<&str> {
+    match request.headers().get(header::HOST) {
+        Some(host) => host.to_str().ok(),
+        None => request.uri().authority().map(|a| a.as_str()),
+    }
 }
 
 #[cfg(test)]
@@ -201,26 +214,6 @@ mod tests {
 
     #[test]
     fn hosts_and_origins() {
-        for host in [
-            "localhost",
-            "localhost:8080",
-            "127.0.0.1:1",
-            "127.9.9.9",
-            "[::1]:8080",
-            "[::1]",
-        ] {
-            assert!(loopback_host(&headers(&[(header::HOST, host)])), "{host}");
-        }
-        for host in [
-            "example.com",
-            "evil.example:8080",
-            "10.0.0.1:80",
-            "localhost.evil.example",
-            "",
-        ] {
-            assert!(!loopback_host(&headers(&[(header::HOST, host)])), "{host}");
-        }
-        assert!(!loopback_host(&HeaderMap::new()));
         let local = headers(&[(header::HOST, "127.0.0.1:8080")]);
         assert!(same_origin(b"http://127.0.0.1:8080", &local));
         assert!(!same_origin(b"http://evil.example", &local));

@@ -10,17 +10,22 @@ use serde::Deserialize;
 
 use super::api::{
     GenerationBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal, SwapRequestBody,
-    SwappedBody, SwappedStatus,
+    SwapStatus, SwappedBody,
 };
 use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
 use turnstile_host::capabilities::outbound::Origins;
-use turnstile_host::swap::{SwapSettings, Trigger};
-use turnstile_host::{MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config, sanitize};
+use turnstile_host::swap::{SwapOutcome, SwapSettings, Trigger};
+use turnstile_host::{
+    Generation, MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config, sanitize,
+};
 
 /// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
 pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;
+
+/// Longest refusal message of either admin swap, in bytes, cut and escaped alike.
+pub const MAX_DETAIL_BYTES: usize = 1024;
 
 /// `POST /admin/plugin` body.
 #[derive(Debug, Deserialize)]
@@ -177,24 +182,33 @@ pub async fn swap_plugin(
         .await
         .map_err(|_| ApiError::Internal { request_id: 0 })?;
     match outcome {
-        Ok(swapped) => Ok(Json(SwappedBody {
-            status: SwappedStatus::Swapped,
-            generation: swapped.generation.number,
-            name: swapped.generation.plugin.name().to_owned(),
-            sha256: swapped.generation.plugin.sha256().to_owned(),
-            previous: GenerationBody {
-                generation: swapped.previous.number,
-                name: swapped.previous.plugin.name().to_owned(),
-                sha256: swapped.previous.plugin.sha256().to_owned(),
-            },
-            swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
-            smoke_checks_passed: swapped.smoke.len(),
-        })),
+        Ok(swapped) => {
+            let unchanged = swapped.outcome == SwapOutcome::Unchanged;
+            let body = |generation: &Generation| GenerationBody {
+                generation: generation.number,
+                name: generation.plugin.name().to_owned(),
+                sha256: generation.plugin.sha256().to_owned(),
+            };
+            let now = body(&swapped.generation);
+            Ok(Json(SwappedBody {
+                status: if unchanged {
+                    SwapStatus::Unchanged
+                } else {
+                    SwapStatus::Swapped
+                },
+                generation: now.generation,
+                name: now.name,
+                sha256: now.sha256,
+                previous: (!unchanged).then(|| body(&swapped.previous)),
+                swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
+                smoke_checks_passed: swapped.smoke.len(),
+            }))
+        }
         Err(error) => {
             tracing::warn!(code = crate::swap_codes::plugin_swap_code(&error), %error, "plugin swap refused; the current plugin keeps serving");
             Err(ApiError::SwapFailed {
                 code: crate::swap_codes::plugin_swap_code(&error),
-                detail: error.to_string(),
+                detail: sanitize(&error.to_string(), MAX_DETAIL_BYTES),
             })
         }
     }

@@ -10,20 +10,17 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::Deserialize;
-use turnstile_host::swap::{CorpusSwap, Trigger};
+use turnstile_host::swap::{SwapOutcome, Trigger};
 use turnstile_host::{Generation, Sha256Hex, sanitize};
 
-use super::admin::MAX_ADMIN_BODY_BYTES;
+use super::admin::{MAX_ADMIN_BODY_BYTES, MAX_DETAIL_BYTES};
 use super::api::{
-    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwapStatus, CorpusSwappedBody, InternalBody,
-    InvalidCode, InvalidRequestBody, SwapRefusal,
+    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwappedBody, InternalBody, InvalidCode,
+    InvalidRequestBody, SwapRefusal, SwapStatus,
 };
 use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
-
-/// Longest refusal message, in bytes (it can quote a corpus line's error).
-const MAX_DETAIL_BYTES: usize = 1024;
 
 /// `POST /admin/corpus` body.
 #[derive(Debug, Deserialize)]
@@ -110,12 +107,14 @@ pub async fn swap_corpus(
     match outcome {
         Ok(swapped) => Ok(Json(CorpusSwappedBody {
             status: match swapped.outcome {
-                CorpusSwap::Swapped => CorpusSwapStatus::Swapped,
-                CorpusSwap::Unchanged => CorpusSwapStatus::Unchanged,
+                SwapOutcome::Swapped => SwapStatus::Swapped,
+                SwapOutcome::Unchanged => SwapStatus::Unchanged,
             },
             corpus: generation_body(&swapped.generation),
-            previous: generation_body(&swapped.previous),
-            index: swapped.generation.corpus.index.origin,
+            previous: (swapped.outcome == SwapOutcome::Swapped)
+                .then(|| generation_body(&swapped.previous)),
+            index: (swapped.outcome == SwapOutcome::Swapped)
+                .then_some(swapped.generation.corpus.index.origin),
             swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
             smoke_checks_passed: swapped.smoke.len(),
         })),

@@ -1,9 +1,10 @@
 //! `POST /retrieve`: validate → admit → blocking worker → answer.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
 
@@ -46,12 +47,13 @@ use turnstile_host::{Generation, PluginError, Source};
 pub async fn retrieve(
     State(state): State<AppState>,
     Extension(id): Extension<RequestId>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(Extension<Served>, Json<RetrieveResponse>), ApiError> {
     // Validate: a request refused here never reaches a gate.
     require_json(&headers)?;
-    let flow = flow_of(state.admission.flow_header(), &headers)?;
+    let flow = flow_of(state.admission.flow_source(), peer.ip(), &headers)?;
     let body = read_body(body, MAX_BODY_BYTES, state.edge.body_timeout).await?;
     let request = RetrieveRequest::parse(&body)?;
     // Admit. Cancel-safe: if the client goes away while this waits, the waiter leaves the

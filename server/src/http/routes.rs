@@ -82,12 +82,11 @@ pub fn routes() -> &'static [&'static str] {
 
 /// The service's routes over `state`. Tests drive it with `oneshot` or a real socket.
 pub fn app(state: AppState) -> Router {
-    let (router, document) = build(|access, group| match access {
-        Access::Public => group,
-        guarded => group.route_layer(axum::middleware::from_fn_with_state(
-            (state.clone(), guarded),
+    let (router, document) = build(|access, group| {
+        group.route_layer(axum::middleware::from_fn_with_state(
+            (state.clone(), access),
             guard,
-        )),
+        ))
     });
     let scope = RequestScope {
         state: state.clone(),

@@ -8,6 +8,7 @@ use turnstile_host::cache::Cache;
 use turnstile_host::swap::HotSwap;
 use turnstile_host::{Allocator, Plugin, PluginSlot};
 
+use super::hosts::AllowedHosts;
 use super::live::hub::{Hub, LiveConfig};
 use super::policy::AdminPolicy;
 use crate::admission::Admission;
@@ -24,6 +25,8 @@ pub struct AppState {
     pub swap: Arc<HotSwap>,
     /// Who may call `/admin/*` (and `/state` when listening beyond loopback).
     pub admin: Arc<AdminPolicy>,
+    /// The `Host` names every route answers to.
+    pub hosts: Arc<AllowedHosts>,
     /// The runtime's instance allocator (reported by `/readyz`).
     pub allocator: Allocator,
     /// The gates every `/retrieve` passes (the local one, and the global one if replicas share a
@@ -51,6 +54,8 @@ pub struct AppState {
 pub struct Policies {
     /// Who may call `/admin/*`.
     pub admin: AdminPolicy,
+    /// The `Host` names every route answers to.
+    pub hosts: AllowedHosts,
     /// Bounds on connections and bodies.
     pub edge: EdgeLimits,
     /// When a running call counts as stuck.
@@ -88,6 +93,7 @@ impl AppState {
             swap,
             allocator,
             admin: Arc::new(policies.admin),
+            hosts: Arc::new(policies.hosts),
             admission,
             edge: policies.edge,
             health: policies.health,

@@ -10,7 +10,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, Prometheu
 use metrics_util::MetricKindMask;
 
 use turnstile_gate::Gate;
-use turnstile_host::swap::{CorpusSwap, CorpusSwapError, SwapError, SwapObserver};
+use turnstile_host::swap::{CorpusSwapError, SwapError, SwapObserver, SwapOutcome};
 use turnstile_host::{HostCallKind, HostCallOutcome, Observer, OutboundEvent, PluginSlot};
 
 use super::names::{CALL_OUTCOMES, CallOutcome, DESCRIPTIONS, Kind};
@@ -342,7 +342,7 @@ impl Metrics {
         self.instantiate.record(instantiate.as_secs_f64());
     }
 
-    /// A swap's result (`swapped`, or the refusal's code) and duration.
+    /// A plugin swap's result (`swapped`, `unchanged`, or the refusal's code) and duration.
     pub fn swap(&self, result: &'static str, elapsed: Duration) {
         self.counter(
             "turnstile_plugin_swaps_total",
@@ -423,11 +423,11 @@ impl Observer for Metrics {
 
 /// The swaps report each attempt here, labelled with the server's codes.
 impl SwapObserver for Metrics {
-    fn plugin_swap(&self, outcome: Result<(), &SwapError>, elapsed: Duration) {
+    fn plugin_swap(&self, outcome: Result<SwapOutcome, &SwapError>, elapsed: Duration) {
         self.swap(crate::swap_codes::plugin_swap_result(outcome), elapsed);
     }
 
-    fn corpus_swap(&self, outcome: Result<CorpusSwap, &CorpusSwapError>, _elapsed: Duration) {
+    fn corpus_swap(&self, outcome: Result<SwapOutcome, &CorpusSwapError>, _elapsed: Duration) {
         Metrics::corpus_swap(self, crate::swap_codes::corpus_swap_result(outcome));
     }
 }

@@ -152,7 +152,8 @@ pub struct ServeArgs {
     pub max_flows: u32,
 
     /// Requests one flow may have waiting with --flow-header (0..=100000), besides
-    /// --max-waiting for all (default: --max-waiting); more get 429.
+    /// --max-waiting for all (default: half of --max-waiting, rounded up, so one flow never
+    /// fills the queue); more get 429.
     #[arg(long = "max-waiting-per-flow",
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub max_waiting_per_flow: Option<u32>,
@@ -253,6 +254,10 @@ pub struct ServeArgs {
     /// Outbound HTTP: the origins granted, the secrets, the bounds.
     #[command(flatten)]
     pub outbound: super::outbound_args::OutboundArgs,
+
+    /// Who reaches what: the allowed `Host` names, the swap roots, the trusted proxies.
+    #[command(flatten)]
+    pub access: super::access_args::AccessArgs,
 }
 
 /// What the global limit does when Redis fails.
@@ -434,7 +439,7 @@ impl ServeArgs {
         }
         let per_flow = self
             .max_waiting_per_flow
-            .map_or(self.max_waiting, |n| n as usize);
+            .map_or(FlowConfig::fair_share(self.max_waiting), |n| n as usize);
         FlowConfig::new(
             self.max_flows as usize,
             per_flow,

@@ -8,15 +8,17 @@ use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::Origins;
-use turnstile_host::swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapObserver};
+use turnstile_host::swap::{
+    CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapObserver, SwapRoots,
+};
 use turnstile_host::{
     CapabilityOptions, Observer, Plugin, PluginRuntime, PluginSlot, Provision, RuntimeOptions,
     Secrets,
 };
 
 use super::args::ServeArgs;
-use crate::admission::{Admission, AdmissionObserver};
-use crate::http::{AdminPolicy, AppState, Policies};
+use crate::admission::{Admission, AdmissionObserver, FlowSource};
+use crate::http::{AdminPolicy, AllowedHosts, AppState, Policies};
 use crate::metrics::Metrics;
 
 /// Idle read-only connections kept for reuse.
@@ -126,7 +128,13 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         },
         Arc::clone(&metrics) as Arc<dyn SwapObserver>,
     );
-    let swap = Arc::new(swap);
+    let roots = SwapRoots::new(
+        args.access
+            .swap_roots(args.plugin.iter().chain(&args.corpus).map(|p| p.as_path())),
+    )
+    .context("--swap-root")?;
+    tracing::info!(roots = ?roots.iter().collect::<Vec<_>>(), "admin swaps read files under these directories only");
+    let swap = Arc::new(swap.with_roots(roots));
     let adaptive = args.adaptive_config()?;
     if let Some(a) = &adaptive {
         tracing::info!(
@@ -139,7 +147,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     }
     let (flows, flow_header) = match (args.flow_config()?, &args.flow_header) {
         (Some(flows), Some(header)) => {
-            tracing::info!(header = %header, max_flows = flows.max_flows, max_waiting_per_flow = flows.max_waiting_per_flow, weights = ?flows.weights, default_weight = flows.default_weight, "flows on: a FIFO lane per flow, served in turn by weight");
+            tracing::info!(header = %header, max_flows = flows.max_flows, max_waiting_per_flow = flows.max_waiting_per_flow, weights = ?flows.weights, default_weight = flows.default_weight, trusted_proxies = ?args.access.trusted_proxies(), "flows on: a FIFO lane per flow, served in turn by weight");
             let header =
                 axum::http::HeaderName::from_bytes(header.as_bytes()).context("--flow-header")?;
             (Some(flows), Some(header))
@@ -164,12 +172,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
                 Arc::clone(&metrics) as Arc<dyn AdmissionObserver>,
             );
             match flow_header {
-                Some(header) => admission.with_flow_header(header),
+                Some(header) => admission
+                    .with_flow_source(FlowSource::new(header, args.access.trusted_proxies())),
                 None => admission,
             }
         },
         Policies {
             admin,
+            // Until `run` knows the listener: on loopback, the loopback names (beyond it, any).
+            hosts: AllowedHosts::from_flags(&args.access.allowed_host, true),
             edge: args.edge_limits(),
             health: args.health_policy(),
             access_log: args.access_log,

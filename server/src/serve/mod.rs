@@ -1,6 +1,7 @@
 //! `turnstile serve`: corpus → index → plugin → HTTP app → listener, with graceful shutdown on
-//! SIGTERM/SIGINT and a plugin reload on SIGHUP; and where its settings come from.
+//! SIGTERM/SIGINT and a reload of the configured plugin and corpus on SIGHUP; and where its settings come from.
 
+mod access_args;
 mod args;
 mod layered;
 mod load;
@@ -9,6 +10,7 @@ mod process;
 mod run;
 
 pub use crate::logging::LogFormat;
+pub use access_args::AccessArgs;
 pub use args::{GlobalFailure, MaxActive, ServeArgs, ServeConfigError};
 pub use load::{MAX_IDLE_CONNECTIONS, load};
 pub use outbound_args::OutboundArgs;

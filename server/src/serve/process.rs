@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use turnstile_host::swap::{CorpusSwap, HotSwap, Trigger};
+use turnstile_host::swap::{HotSwap, SwapOutcome};
 
 use super::args::ServeArgs;
 use super::load::load;
@@ -99,9 +99,12 @@ async fn shutdown_signal() {
     }
 }
 
-/// SIGHUP reloads the configured corpus (re-read; swapped only if its sha256 changed and the
-/// serving plugin passes its smoke checks over it), then the configured plugin (re-read,
-/// re-checked, swapped only if it passes). Either refused, the current one keeps serving.
+/// SIGHUP returns to the configuration: the configured corpus (`--corpus`, or the embedded one;
+/// re-read, swapped only if its sha256 differs from what serves and the serving plugin passes
+/// its smoke checks over it), then the configured plugin (`--plugin` with the operator's
+/// settings and grants; re-read, swapped only if it differs from what serves and passes its
+/// checks), whatever admin swaps installed since. Either refused, the current one keeps
+/// serving.
 fn reload_on_sighup(swap: Arc<HotSwap>) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut hangup) = signal(SignalKind::hangup()) else {
@@ -126,7 +129,7 @@ fn reload(swap: &HotSwap) {
     let current = swap.slot().current();
     tracing::info!(corpus = %current.corpus.index.source, "SIGHUP received; reloading the corpus");
     match swap.reload_corpus() {
-        Ok(swapped) if swapped.outcome == CorpusSwap::Unchanged => {
+        Ok(swapped) if swapped.outcome == SwapOutcome::Unchanged => {
             tracing::info!(
                 corpus_generation = swapped.generation.corpus.number,
                 "corpus unchanged (the same sha256)"
@@ -142,9 +145,12 @@ fn reload(swap: &HotSwap) {
             "corpus reload refused; the current corpus keeps serving"
         ),
     }
-    let source = swap.slot().current().source;
-    tracing::info!(?source, "SIGHUP received; reloading the plugin");
-    match swap.swap(source, Trigger::Reload, Default::default()) {
+    tracing::info!("SIGHUP received; reloading the plugin");
+    match swap.reload_plugin() {
+        Ok(swapped) if swapped.outcome == SwapOutcome::Unchanged => tracing::info!(
+            generation = swapped.generation.number,
+            "plugin unchanged (the same sha256, settings and grants)"
+        ),
         Ok(swapped) => tracing::info!(generation = swapped.generation.number, "reload done"),
         Err(error) => tracing::error!(
             code = crate::swap_codes::plugin_swap_code(&error),

@@ -26,6 +26,10 @@ pub async fn run(
         let mut admin = (*state.admin).clone();
         admin.protect_state = true;
         state.admin = Arc::new(admin);
+        // No --allowed-host: beyond loopback, any name (the listener's own are not known).
+        if *state.hosts == crate::http::AllowedHosts::Loopback {
+            state.hosts = Arc::new(crate::http::AllowedHosts::Any);
+        }
         if state.admin.token.is_none() {
             tracing::warn!(%addr, "listening beyond loopback without --admin-token: /admin/* and /state answer loopback clients only, and behind a local reverse proxy every client looks local; set a token");
         }

@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::errors::SwappedStatus;
-
 /// `POST /admin/plugin`'s body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwapRequestBody {
-    /// The candidate component: a regular file of at most 64 MiB.
+    /// The candidate component: a regular file under the swap roots (`--swap-root`), of at most
+    /// 64 MiB.
     pub path: String,
     /// The candidate's sha256 (required when the server is pinned; it becomes the pin).
     #[schema(pattern = "^[0-9a-fA-F]{64}$")]
@@ -38,19 +37,21 @@ pub struct GenerationBody {
 /// 200: a swap installed.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SwappedBody {
-    /// `swapped`.
-    pub status: SwappedStatus,
+    /// `swapped`, or `unchanged`: the candidate is what serves (the same sha256, settings and
+    /// grants), and no generation was made.
+    pub status: SwapStatus,
     /// Now serving new requests.
     pub generation: u64,
     /// Its name.
     pub name: String,
     /// Its sha256.
     pub sha256: String,
-    /// What served before (still finishing what it admitted).
-    pub previous: GenerationBody,
-    /// From the request to the install.
+    /// What served before (still finishing what it admitted); absent when unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<GenerationBody>,
+    /// From the request to the install (or to finding it unchanged).
     pub swap_ms: f64,
-    /// Smoke checks passed.
+    /// Smoke checks passed (0 when unchanged: nothing was loaded).
     pub smoke_checks_passed: usize,
 }
 
@@ -59,7 +60,7 @@ pub struct SwappedBody {
 #[serde(deny_unknown_fields)]
 pub struct CorpusSwapRequestBody {
     /// The candidate corpus: a JSON Lines file, plain or gzip (`docs/CORPUS.md`), a regular file
-    /// readable by the server, of at most 4 GiB of JSON Lines.
+    /// under the swap roots (`--swap-root`), of at most 4 GiB of JSON Lines.
     #[schema(min_length = 1)]
     pub path: String,
     /// The sha256 of its JSON Lines, decompressed (required when the corpus is pinned; it
@@ -68,13 +69,13 @@ pub struct CorpusSwapRequestBody {
     pub sha256: Option<String>,
 }
 
-/// What a corpus swap did.
+/// What a swap (of a plugin or a corpus) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum CorpusSwapStatus {
-    /// A new corpus generation serves new requests.
+pub enum SwapStatus {
+    /// A new generation serves new requests.
     Swapped,
-    /// The candidate is the corpus being served (the same sha256): nothing changed.
+    /// The candidate is what serves: nothing was installed.
     Unchanged,
 }
 
@@ -95,13 +96,16 @@ pub struct CorpusGenerationBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CorpusSwappedBody {
     /// `swapped` or `unchanged`.
-    pub status: CorpusSwapStatus,
+    pub status: SwapStatus,
     /// Now serving new requests.
     pub corpus: CorpusGenerationBody,
-    /// What served before (still finishing what it admitted).
-    pub previous: CorpusGenerationBody,
-    /// Its index: reused from the cache, or built now.
-    pub index: turnstile_corpus::IndexOrigin,
+    /// What served before (still finishing what it admitted); absent when unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<CorpusGenerationBody>,
+    /// Its index: reused from the cache, or built now; absent when unchanged (nothing was
+    /// indexed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<turnstile_corpus::IndexOrigin>,
     /// From the request to the install.
     pub swap_ms: f64,
     /// Smoke checks the serving plugin passed over it (0 when unchanged).

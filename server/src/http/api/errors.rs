@@ -138,8 +138,6 @@ one_word! {
     SwapFailedStatus = SwapFailed;
     /// `internal_error`.
     InternalStatus = InternalError;
-    /// `swapped`.
-    SwappedStatus = Swapped;
     /// `too_many_subscribers`.
     TooManySubscribersStatus = TooManySubscribers;
     /// `upstream_unavailable`.

@@ -8,15 +8,15 @@ mod operations;
 mod retrieval;
 
 pub use admin::{
-    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwapStatus, CorpusSwappedBody,
-    GenerationBody, SwapRequestBody, SwappedBody,
+    CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwappedBody, GenerationBody,
+    SwapRequestBody, SwapStatus, SwappedBody,
 };
 pub use errors::{
     ForbiddenBody, ForbiddenCode, ForbiddenStatus, InternalBody, InternalStatus, InvalidCode,
     InvalidRequestBody, InvalidStatus, RefusalBody, RefusalStatus, RefusingGate,
-    RetrieveUnavailable, SwapFailedBody, SwapFailedStatus, SwapRefusal, SwappedStatus,
-    TooManySubscribersBody, TooManySubscribersStatus, UnauthorizedBody, UnauthorizedStatus,
-    UpstreamBody, UpstreamCode, UpstreamStatus,
+    RetrieveUnavailable, SwapFailedBody, SwapFailedStatus, SwapRefusal, TooManySubscribersBody,
+    TooManySubscribersStatus, UnauthorizedBody, UnauthorizedStatus, UpstreamBody, UpstreamCode,
+    UpstreamStatus,
 };
 pub use live::{EventsBody, LiveBody, LiveSnapshot};
 pub use operations::{

@@ -59,7 +59,8 @@ pub enum ReadyStatus {
 pub struct CorpusBody {
     /// 1 at start, +1 per corpus swap.
     pub generation: u64,
-    /// A path, or the embedded corpus's name.
+    /// The file's name, without its directory (this answer is public), or the embedded
+    /// corpus's name.
     pub source: String,
     /// sha256 of the JSON Lines.
     pub sha256: String,
@@ -78,7 +79,10 @@ impl CorpusBody {
         let index = &generation.corpus.index;
         Self {
             generation: generation.corpus.number,
-            source: index.source.clone(),
+            source: std::path::Path::new(&index.source).file_name().map_or_else(
+                || index.source.clone(),
+                |name| name.to_string_lossy().into_owned(),
+            ),
             sha256: index.sha256.clone(),
             documents: index.documents,
             index: index.origin,
