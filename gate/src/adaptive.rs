@@ -1,36 +1,56 @@
 //! Adaptive concurrency (`--max-active auto`): the gate's limit follows the backend's capacity
 //! instead of a guess. A gradient controller in the manner of Netflix's Gradient2 and Envoy's
-//! adaptive concurrency filter, driven by the leases' own hold times (the plugin calls' latency):
+//! adaptive concurrency filter, driven by the calls' own latency — the plugin call's execution
+//! time (not the lease's hold time, which includes a wait for a global lease), from calls that
+//! ran and returned: a call that never ran, failed on its own or was turned away by its backend
+//! is no latency sample (a turned-away call is a *drop*, which backs the limit off).
 //!
-//! - every [`WINDOW`] released leases, the window's mean hold time is the *recent* latency;
-//! - the *baseline* is what calls take when few run: the first window, and one window in every
-//!   [`REMEASURE_EVERY`], run at the floor (`min`) and set it, as Envoy re-measures its minimum
-//!   RTT at a low concurrency — so a limit that starts far too high learns what calls cost, and a
-//!   backend that became slower for good is learned again; between them the baseline is the
-//!   lowest recent latency seen;
+//! - every [`WINDOW`] samples, the window's mean execution time, smoothed, is the *recent*
+//!   latency;
+//! - the *baseline* is what calls take at a lower concurrency, measured from live traffic by a
+//!   *probe*: for one stretch of [`PROBE_SAMPLES`] samples the limit is halved (never below the
+//!   floor), and only calls admitted under that lower limit count — the calls admitted before
+//!   ran loaded. The first probe comes after [`FIRST_PROBE_AFTER`] windows, then one every
+//!   [`PROBE_EVERY`] windows, give or take [`PROBE_JITTER`] (replicas do not probe in step). A
+//!   probe replaces the baseline, so a backend that became slower for good is learned again;
+//!   the limit is never pinned to the floor to measure it;
 //! - gradient = clamp(tolerance × baseline / recent, 0.5, 1): 1 while latency stays within the
-//!   tolerance of the baseline, lower as calls slow down together;
+//!   tolerance of the baseline (or before the first probe), lower when halving the concurrency
+//!   made calls faster — the backend is saturated;
 //! - new limit = limit × gradient + 1 (room for one more call, so the limit keeps probing
-//!   upwards while latency holds), smoothed, then kept within `[min, max]`;
+//!   upwards while latency holds), smoothed, then kept within `[min, max]`; it starts at
+//!   `initial`;
 //! - a window in which the gate never had more than half its limit in use does not raise the
 //!   limit (the load, not the backend, was the bound).
 //!
 //! Lowering the limit never touches a running call: leases are given back only when their calls
 //! return; new requests wait until fewer than the limit are out. Counting samples, not time, the
-//! controller is deterministic for a given sequence of hold times (its tests feed them).
+//! controller is deterministic for a given sequence of samples and seed (its tests feed them).
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-/// Released leases per adjustment.
+/// Samples per adjustment.
 pub const WINDOW: usize = 16;
 
-/// Windows between two baseline measurements at the floor.
-pub const REMEASURE_EVERY: usize = 50;
+/// Windows before the first probe.
+pub const FIRST_PROBE_AFTER: usize = 4;
+
+/// Windows between two probes, on average.
+pub const PROBE_EVERY: usize = 40;
+
+/// How far the windows between two probes stray from [`PROBE_EVERY`], either way.
+pub const PROBE_JITTER: usize = 10;
+
+/// Samples a probe measures (of calls admitted under its lower limit).
+pub const PROBE_SAMPLES: usize = 3 * WINDOW;
 
 /// Weight of a new estimate against the current limit.
 const SMOOTHING: f64 = 0.5;
+
+/// Weight of a window's mean against the recent latency.
+const RECENT_WEIGHT: f64 = 0.5;
 
 /// Allowed range of a limit.
 pub const LIMIT_RANGE: std::ops::RangeInclusive<usize> = 1..=1024;
@@ -108,6 +128,22 @@ pub enum WorkOutcome {
     Dropped,
     /// The work never ran (a waiter promoted, then gone): no sample at all.
     NeverRan,
+    /// The work failed on its own (an error, a trap) without a word from its backend: no sample
+    /// at all, neither a latency (a fast failure must not raise the limit) nor a drop.
+    Failed,
+}
+
+/// One released lease, as the controller takes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Sample {
+    /// How long its work took (the plugin call's execution time).
+    pub(super) work: Duration,
+    /// Leases out when it was granted, itself included.
+    pub(super) granted_in_use: usize,
+    /// Leases out when it was released, itself included.
+    pub(super) in_use: usize,
+    /// How its work ended.
+    pub(super) outcome: WorkOutcome,
 }
 
 /// What a window with a drop multiplies the limit by.
@@ -137,9 +173,7 @@ pub(super) struct Gradient {
     config: AdaptiveConfig,
     /// The limit as a real number (the gate uses it rounded).
     estimate: f64,
-    /// `Some(n)`: adapting, `n` windows before the next measurement at the floor; `None`: this
-    /// window measures the baseline at the floor.
-    until_measure: Option<usize>,
+    phase: Phase,
     baseline: Option<f64>,
     recent: Option<f64>,
     sum: f64,
@@ -149,13 +183,33 @@ pub(super) struct Gradient {
     /// Drops in this window.
     drops: usize,
     changes: u64,
+    /// The probes' jitter (xorshift).
+    rng: u64,
+}
+
+/// What the controller is doing.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Adjusting the limit, `windows` windows before the next probe.
+    Adapting { windows: usize },
+    /// Measuring the baseline at `limit`: `sum` of `samples` calls admitted under it, and
+    /// `drops`.
+    Probing {
+        limit: usize,
+        sum: f64,
+        samples: usize,
+        drops: usize,
+    },
 }
 
 impl Gradient {
-    pub(super) fn new(config: AdaptiveConfig) -> Self {
+    /// A controller whose probes are jittered from `seed`.
+    pub(super) fn new(config: AdaptiveConfig, seed: u64) -> Self {
         Self {
             estimate: config.initial as f64,
-            until_measure: None,
+            phase: Phase::Adapting {
+                windows: FIRST_PROBE_AFTER,
+            },
             config,
             baseline: None,
             recent: None,
@@ -164,29 +218,83 @@ impl Gradient {
             peak_in_use: 0,
             drops: 0,
             changes: 0,
+            rng: seed | 1,
         }
     }
 
-    /// The limit now (the floor while the baseline is measured).
+    /// The limit now (the probe's while the baseline is measured).
     pub(super) fn limit(&self) -> usize {
-        match self.until_measure {
-            None => self.config.min,
-            Some(_) => (self.estimate.round() as usize).clamp(self.config.min, self.config.max),
+        match self.phase {
+            Phase::Probing { limit, .. } => limit,
+            Phase::Adapting { .. } => self.rounded(),
         }
     }
 
-    /// One lease held for `held`, released while `in_use` leases (it included) were out, its
-    /// work ended as `outcome`. Returns the new limit when it changed.
-    pub(super) fn sample(
-        &mut self,
-        held: Duration,
-        in_use: usize,
-        outcome: WorkOutcome,
-    ) -> Option<usize> {
+    fn rounded(&self) -> usize {
+        (self.estimate.round() as usize).clamp(self.config.min, self.config.max)
+    }
+
+    /// Windows until the next probe: [`PROBE_EVERY`] ± [`PROBE_JITTER`].
+    fn next_probe(&mut self) -> usize {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        PROBE_EVERY - PROBE_JITTER + (self.rng % (2 * PROBE_JITTER as u64 + 1)) as usize
+    }
+
+    /// One released lease. Returns the new limit when it changed.
+    pub(super) fn sample(&mut self, sample: Sample) -> Option<usize> {
+        let Sample {
+            work,
+            granted_in_use,
+            in_use,
+            outcome,
+        } = sample;
+        if matches!(outcome, WorkOutcome::NeverRan | WorkOutcome::Failed) {
+            return None;
+        }
+        let before = self.limit();
+        if let Phase::Probing {
+            limit,
+            sum,
+            samples,
+            drops,
+        } = &mut self.phase
+        {
+            if granted_in_use > *limit {
+                // Admitted under the higher limit: it ran loaded.
+                return None;
+            }
+            match outcome {
+                WorkOutcome::Dropped => *drops += 1,
+                _ => {
+                    *sum += work.as_secs_f64();
+                    *samples += 1;
+                }
+            }
+            if *samples + *drops < PROBE_SAMPLES {
+                return None;
+            }
+            if *samples > 0 {
+                self.baseline = Some((*sum / *samples as f64).max(1e-6));
+            }
+            // Halving the concurrency made calls faster: the backend is saturated, and the
+            // limit is on its way down; probe again soon rather than in PROBE_EVERY windows.
+            let saturated = match (self.baseline, self.recent) {
+                (Some(baseline), Some(recent)) => baseline * self.config.tolerance < recent,
+                _ => false,
+            };
+            let windows = if saturated {
+                FIRST_PROBE_AFTER
+            } else {
+                self.next_probe()
+            };
+            self.phase = Phase::Adapting { windows };
+            return self.changed(before);
+        }
         match outcome {
-            WorkOutcome::NeverRan => return None,
             WorkOutcome::Dropped => self.drops += 1,
-            WorkOutcome::Completed => self.sum += held.as_secs_f64(),
+            _ => self.sum += work.as_secs_f64(),
         }
         self.samples += 1;
         self.peak_in_use = self.peak_in_use.max(in_use);
@@ -195,45 +303,44 @@ impl Gradient {
         }
         let completed = self.samples - self.drops;
         let drops = self.drops;
-        let recent = (completed > 0).then(|| (self.sum / completed as f64).max(1e-6));
+        let mean = (completed > 0).then(|| (self.sum / completed as f64).max(1e-6));
         let peak = self.peak_in_use;
         (self.sum, self.samples, self.peak_in_use, self.drops) = (0.0, 0, 0, 0);
-        let before = self.limit();
-        if drops > 0 && self.until_measure.is_some() {
+        if let Some(mean) = mean {
+            self.recent = Some(
+                self.recent
+                    .map_or(mean, |r| r * (1.0 - RECENT_WEIGHT) + mean * RECENT_WEIGHT),
+            );
+        }
+        if drops > 0 {
             // The backend refused work: back off, whatever the latency of what it took.
             self.estimate = (self.estimate * DROP_BACKOFF)
                 .clamp(self.config.min as f64, self.config.max as f64);
-            if let Some(recent) = recent {
-                self.recent = Some(recent);
+        } else if let Some(recent) = self.recent {
+            let gradient = self.baseline.map_or(1.0, |b| {
+                (self.config.tolerance * b / recent).clamp(0.5, 1.0)
+            });
+            let mut target = self.estimate * gradient + 1.0;
+            // The load, not the backend, bounded this window: no evidence for more.
+            if 2 * peak <= before && target > self.estimate {
+                target = self.estimate;
             }
-            return self.changed(before);
+            self.estimate = (self.estimate * (1.0 - SMOOTHING) + target * SMOOTHING)
+                .clamp(self.config.min as f64, self.config.max as f64);
         }
-        let Some(recent) = recent else {
-            // Only drops at the floor: nothing learned; measure again.
-            return None;
-        };
-        self.recent = Some(recent);
-        let Some(windows) = self.until_measure else {
-            // A window at the floor: the baseline; then back to where the limit was.
-            self.baseline = Some(recent);
-            self.until_measure = Some(REMEASURE_EVERY);
-            return self.changed(before);
-        };
-        if windows == 0 {
-            self.until_measure = None;
-            return self.changed(before);
+        if let Phase::Adapting { windows } = &mut self.phase {
+            if *windows == 0 {
+                self.phase = Phase::Probing {
+                    limit: ((self.estimate / 2.0).round() as usize)
+                        .clamp(self.config.min, self.config.max),
+                    sum: 0.0,
+                    samples: 0,
+                    drops: 0,
+                };
+            } else {
+                *windows -= 1;
+            }
         }
-        self.until_measure = Some(windows - 1);
-        let baseline = self.baseline.map_or(recent, |b| b.min(recent));
-        self.baseline = Some(baseline);
-        let gradient = (self.config.tolerance * baseline / recent).clamp(0.5, 1.0);
-        let mut target = self.estimate * gradient + 1.0;
-        // The load, not the backend, bounded this window: no evidence for more.
-        if 2 * peak <= before && target > self.estimate {
-            target = self.estimate;
-        }
-        self.estimate = (self.estimate * (1.0 - SMOOTHING) + target * SMOOTHING)
-            .clamp(self.config.min as f64, self.config.max as f64);
         self.changed(before)
     }
 
@@ -268,80 +375,166 @@ mod tests {
         work.mul_f64((in_use as f64 / cores as f64).max(1.0))
     }
 
-    /// Runs `rounds` windows of a saturated gate (every slot in use) over `latency(limit)`,
-    /// returning the limits after each window.
+    fn completed(work: Duration, in_use: usize) -> Sample {
+        Sample {
+            work,
+            granted_in_use: in_use,
+            in_use,
+            outcome: WorkOutcome::Completed,
+        }
+    }
+
+    /// Runs `rounds` windows of a saturated gate (every slot in use, each call admitted at the
+    /// limit of its window) over `latency(limit, i)` for the window's i-th call, returning the
+    /// limits after each window.
     fn run(
         gradient: &mut Gradient,
         rounds: usize,
-        latency: impl Fn(usize) -> Duration,
+        mut latency: impl FnMut(usize, usize) -> Duration,
     ) -> Vec<usize> {
         let mut limits = Vec::new();
         for _ in 0..rounds {
             let limit = gradient.limit();
-            for _ in 0..WINDOW {
-                gradient.sample(latency(limit), limit, WorkOutcome::Completed);
+            for i in 0..WINDOW {
+                gradient.sample(completed(latency(limit, i), limit));
             }
             limits.push(gradient.limit());
         }
         limits
     }
 
+    fn controller(min: usize, max: usize, initial: usize) -> Gradient {
+        Gradient::new(AdaptiveConfig::new(min, max, initial, 1.2).unwrap(), 7)
+    }
+
+    #[test]
+    fn it_starts_at_its_initial_limit() {
+        assert_eq!(controller(1, 64, 20).limit(), 20);
+        assert_eq!(controller(4, 64, 4).limit(), 4);
+    }
+
     #[test]
     fn on_a_saturating_backend_the_limit_settles_near_its_capacity_from_either_side() {
         let work = Duration::from_millis(10);
         for initial in [1, 64] {
-            let mut g = Gradient::new(AdaptiveConfig::new(1, 64, initial, 1.2).unwrap());
-            let limits = run(&mut g, 60, |limit| cpu_latency(work, 2, limit));
-            // Past the first windows, every limit is near the capacity (2 cores), but for the
-            // periodic window at the floor (1) that measures the baseline.
-            let settled: Vec<usize> = limits[30..].iter().copied().filter(|l| *l > 1).collect();
+            let mut g = controller(1, 64, initial);
+            let limits = run(&mut g, 400, |limit, _| cpu_latency(work, 2, limit));
+            // Past the first probes, the limit stays near the capacity (2 cores): above it the
+            // calls only share the cores.
+            let settled = &limits[200..];
             assert!(
-                settled.len() >= 28 && settled.iter().all(|l| (2..=4).contains(l)),
+                settled.iter().all(|l| (1..=6).contains(l)),
+                "from {initial}: {limits:?}"
+            );
+            let mut sorted = settled.to_vec();
+            sorted.sort_unstable();
+            assert!(
+                (2..=4).contains(&sorted[sorted.len() / 2]),
                 "from {initial}: {limits:?}"
             );
         }
     }
 
     #[test]
-    fn when_latency_does_not_grow_the_limit_rises_to_its_ceiling() {
-        let mut g = Gradient::new(AdaptiveConfig::new(1, 32, 1, 1.2).unwrap());
-        // Half a slot more per window (smoothed): from 1 to 32 in 62 windows, then held; the
-        // window at the floor that re-measures the baseline comes after REMEASURE_EVERY.
-        let limits = run(&mut g, REMEASURE_EVERY + 1, |_| Duration::from_millis(50));
-        assert!(limits.windows(2).all(|w| w[0] <= w[1]), "{limits:?}");
-        assert!(limits.last() > Some(&22), "{limits:?}");
-        let limits = run(&mut g, 40, |_| Duration::from_millis(50));
-        assert_eq!(limits.last(), Some(&32), "{limits:?}");
+    fn when_latency_does_not_grow_the_limit_rises_to_its_ceiling_and_stays() {
+        let mut g = controller(1, 32, 1);
+        // Half a slot more per window (smoothed): from 1 to 32 in about 62 windows; the probes
+        // at half the limit find the same latency, so it is held there.
+        let limits = run(&mut g, 400, |_, _| Duration::from_millis(50));
+        assert!(limits[70..].iter().all(|l| *l >= 16), "{limits:?}");
+        let at_ceiling = limits[70..].iter().filter(|l| **l == 32).count();
+        assert!(at_ceiling * 10 >= (400 - 70) * 9, "{limits:?}");
+    }
+
+    /// Calls of two kinds (a fast lookup, a slow model call), mixed at random, whatever the
+    /// concurrency: the windows' means swing, and the limit must not read the swings as load.
+    #[test]
+    fn a_bimodal_workload_that_does_not_saturate_keeps_the_limit_high() {
+        let mut g = controller(1, 32, 8);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let coin: Vec<bool> = (0..400 * WINDOW)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.is_multiple_of(2)
+            })
+            .collect();
+        let mut n = 0;
+        let limits = run(&mut g, 400, |_, _| {
+            n += 1;
+            if coin[n % coin.len()] {
+                Duration::from_millis(2)
+            } else {
+                Duration::from_millis(200)
+            }
+        });
+        let tail = &limits[100..];
+        let mean = tail.iter().sum::<usize>() as f64 / tail.len() as f64;
+        assert!(mean >= 24.0, "mean limit {mean}: {limits:?}");
     }
 
     #[test]
     fn a_lightly_used_gate_does_not_raise_its_limit_and_the_floor_holds() {
-        let mut g = Gradient::new(AdaptiveConfig::new(3, 32, 8, 1.2).unwrap());
-        for _ in 0..10 * WINDOW {
-            g.sample(Duration::from_millis(5), 1, WorkOutcome::Completed);
+        let mut g = controller(3, 32, 8);
+        for _ in 0..20 * WINDOW {
+            g.sample(completed(Duration::from_millis(5), 1));
         }
         assert_eq!(g.limit(), 8, "one call at a time is no evidence for more");
-        // Calls much slower than the baseline: down, but never under the floor.
+        // Calls much slower than the baseline: down, but never under the floor (until a probe
+        // finds them as slow at a lower concurrency, and the limit climbs again).
+        let mut limits = Vec::new();
         for _ in 0..40 * WINDOW {
-            g.sample(Duration::from_millis(500), 8, WorkOutcome::Completed);
+            let limit = g.limit();
+            g.sample(completed(Duration::from_millis(500), limit));
+            limits.push(g.limit());
         }
-        assert_eq!(g.limit(), 3);
+        assert!(limits.iter().all(|l| *l >= 3), "{limits:?}");
+        assert!(limits.contains(&3), "{limits:?}");
     }
 
     #[test]
     fn a_backend_that_became_slower_for_good_is_learned_again() {
-        let mut g = Gradient::new(AdaptiveConfig::new(1, 64, 8, 1.2).unwrap());
-        run(&mut g, 30, |limit| {
+        let mut g = controller(1, 64, 8);
+        run(&mut g, 200, |limit, _| {
             cpu_latency(Duration::from_millis(10), 2, limit)
         });
-        // Ten times slower at any concurrency: down to the floor, then the floor's latency is
-        // the new baseline and the limit climbs back to the same capacity.
-        let limits = run(&mut g, 120, |limit| {
+        // Ten times slower at any concurrency: down, then a probe measures the new latency as
+        // the baseline and the limit comes back to the same capacity.
+        let limits = run(&mut g, 400, |limit, _| {
             cpu_latency(Duration::from_millis(100), 2, limit)
         });
-        assert!(limits.contains(&1), "{limits:?}");
-        let settled: Vec<usize> = limits[90..].iter().copied().filter(|l| *l > 1).collect();
-        assert!(settled.iter().all(|l| (2..=4).contains(l)), "{limits:?}");
+        let mut sorted = limits[200..].to_vec();
+        sorted.sort_unstable();
+        assert!((2..=4).contains(&sorted[sorted.len() / 2]), "{limits:?}");
+    }
+
+    #[test]
+    fn a_probe_counts_only_calls_admitted_under_its_limit() {
+        let mut g = controller(1, 64, 32);
+        // Up to the first probe, at 32: 50 ms calls.
+        while matches!(g.phase, Phase::Adapting { .. }) {
+            let limit = g.limit();
+            g.sample(completed(Duration::from_millis(50), limit));
+        }
+        let probe = g.limit();
+        assert!(probe < 32, "{probe}");
+        // Calls admitted before, still loaded (500 ms), released during the probe: ignored.
+        for _ in 0..PROBE_SAMPLES * 2 {
+            g.sample(Sample {
+                work: Duration::from_millis(500),
+                granted_in_use: 32,
+                in_use: 32,
+                outcome: WorkOutcome::Completed,
+            });
+        }
+        assert_eq!(g.limit(), probe, "the probe is still measuring");
+        for _ in 0..PROBE_SAMPLES {
+            g.sample(completed(Duration::from_millis(20), probe));
+        }
+        assert!(matches!(g.phase, Phase::Adapting { .. }));
+        let baseline = g.snapshot().baseline_ms.unwrap();
+        assert!((baseline - 20.0).abs() < 1e-6, "{baseline}");
     }
 
     #[test]
@@ -355,21 +548,24 @@ mod tests {
     }
 
     /// A backend that refuses work fast (429s) must bring the limit down, not up: its fast
-    /// refusals are drops, not latency samples; and leases that never ran move nothing.
+    /// refusals are drops, not latency samples; leases that never ran, and calls that failed on
+    /// their own, move nothing.
     #[test]
-    fn drops_back_the_limit_off_and_never_raise_it() {
-        let config = AdaptiveConfig::new(1, 64, 32, 1.2).unwrap();
-        let mut g = Gradient::new(config);
-        // The baseline window at the floor, then windows at the limit: 500 ms calls.
-        for _ in 0..WINDOW {
-            g.sample(Duration::from_millis(500), 1, WorkOutcome::Completed);
-        }
+    fn drops_back_the_limit_off_and_nothing_else_moves_it() {
+        let mut g = controller(1, 64, 32);
         let start = g.limit();
         assert_eq!(start, 32);
-        for _ in 0..(10 * WINDOW) {
-            g.sample(Duration::from_millis(1), start, WorkOutcome::NeverRan);
+        for outcome in [WorkOutcome::NeverRan, WorkOutcome::Failed] {
+            for _ in 0..(10 * WINDOW) {
+                g.sample(Sample {
+                    work: Duration::from_millis(1),
+                    granted_in_use: start,
+                    in_use: start,
+                    outcome,
+                });
+            }
+            assert_eq!(g.limit(), start, "{outcome:?} is no sample");
         }
-        assert_eq!(g.limit(), start, "leases that never ran are no samples");
         let mut limits = Vec::new();
         for _ in 0..10 {
             for i in 0..WINDOW {
@@ -379,11 +575,16 @@ mod tests {
                 } else {
                     WorkOutcome::Dropped
                 };
-                g.sample(Duration::from_millis(1), start, outcome);
+                let limit = g.limit();
+                g.sample(Sample {
+                    work: Duration::from_millis(1),
+                    granted_in_use: limit,
+                    in_use: limit,
+                    outcome,
+                });
             }
             limits.push(g.limit());
         }
-        assert!(limits.windows(2).all(|w| w[1] <= w[0]), "{limits:?}");
         assert!(*limits.last().unwrap() < start / 2, "{limits:?}");
     }
 }

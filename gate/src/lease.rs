@@ -16,6 +16,8 @@ pub struct Lease {
     waited: Duration,
     granted_at: Instant,
     outcome: WorkOutcome,
+    /// How long the work itself took, when the holder said (else the hold time counts).
+    work: Option<Duration>,
 }
 
 impl Lease {
@@ -31,7 +33,21 @@ impl Lease {
             waited,
             granted_at,
             outcome: WorkOutcome::Completed,
+            work: None,
         }
+    }
+
+    /// How long the work this lease held took itself — a plugin call, without what the holder
+    /// did before it (a wait for a global lease while holding this slot): with an adaptive limit,
+    /// the latency sample its release gives.
+    pub fn worked(&mut self, took: Duration) {
+        self.work = Some(took);
+    }
+
+    /// The work failed on its own (an error, a trap), with no word from the backend: with an
+    /// adaptive limit, its release is no sample at all — a fast failure must not raise the limit.
+    pub fn mark_failed(&mut self) {
+        self.outcome = WorkOutcome::Failed;
     }
 
     /// The work this lease held was turned away by the backend (a 429, a 503, a timeout): with
@@ -69,7 +85,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.gate.release(self.key, self.outcome);
+        self.gate.release(self.key, self.outcome, self.work);
     }
 }
 

@@ -21,8 +21,8 @@ mod sync;
 
 pub use acquire::{Acquire, Refusal};
 pub use adaptive::{
-    AdaptiveConfig, AdaptiveConfigError, AdaptiveSnapshot, DROP_BACKOFF, LIMIT_RANGE, WINDOW,
-    WorkOutcome,
+    AdaptiveConfig, AdaptiveConfigError, AdaptiveSnapshot, DROP_BACKOFF, FIRST_PROBE_AFTER,
+    LIMIT_RANGE, PROBE_EVERY, PROBE_JITTER, PROBE_SAMPLES, WINDOW, WorkOutcome,
 };
 pub use config::{GateConfig, GateConfigError};
 pub use events::{Event, EventStatus, EventsAfter, MAX_EVENTS, RETAINED_EVENTS};

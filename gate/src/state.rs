@@ -7,7 +7,7 @@ use serde::Serialize;
 use slab::Slab;
 
 use super::GateConfig;
-use super::adaptive::{AdaptiveConfig, AdaptiveSnapshot, Gradient, WorkOutcome};
+use super::adaptive::{AdaptiveConfig, AdaptiveSnapshot, Gradient, Sample, WorkOutcome};
 use super::events::{Event, EventLog, EventStatus, EventsAfter, MAX_EVENTS};
 use super::flows::{FlowConfig, FlowSnapshot, FlowTable, Outcome};
 use super::queue::{Left, Promoted, WaitQueue, WaiterKey};
@@ -69,6 +69,8 @@ struct LeaseRecord {
     granted_at: Instant,
     client_gone: bool,
     flow: usize,
+    /// Leases out when it was granted, itself included: the concurrency its work ran at.
+    granted_in_use: usize,
 }
 
 /// Where a lease lives in the gate: its slot, and the ticket of the request it belongs to (a
@@ -154,7 +156,12 @@ impl GateInner {
         adaptive: Option<AdaptiveConfig>,
     ) -> Self {
         let flows_on = flows.is_some();
-        let controller = adaptive.map(Gradient::new);
+        // The probes' jitter differs from process to process, so replicas do not probe in step.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id());
+        let controller = adaptive.map(|config| Gradient::new(config, seed));
         let limit = controller
             .as_ref()
             .map_or(config.max_active, |c| c.limit().min(config.max_active));
@@ -331,8 +338,12 @@ impl GateInner {
                     slot: lease,
                     ticket: key.ticket,
                 };
-                let wakers =
-                    state.release(lease, Instant::now(), WorkOutcome::NeverRan, &self.config);
+                let wakers = state.release(
+                    lease,
+                    Instant::now(),
+                    (WorkOutcome::NeverRan, None),
+                    &self.config,
+                );
                 drop(state);
                 wakers.wake();
             }
@@ -341,10 +352,10 @@ impl GateInner {
     }
 
     /// A lease was dropped: its work has really ended.
-    pub(super) fn release(&self, key: LeaseKey, outcome: WorkOutcome) {
+    pub(super) fn release(&self, key: LeaseKey, outcome: WorkOutcome, work: Option<Duration>) {
         let now = Instant::now();
         let mut state = self.lock();
-        let wakers = state.release(key, now, outcome, &self.config);
+        let wakers = state.release(key, now, (outcome, work), &self.config);
         drop(state);
         // Wake outside the lock: the woken task's first act is to take it.
         wakers.wake();
@@ -379,11 +390,13 @@ impl GateState {
 
     /// Takes a slot for `ticket`'s lease (of `flow`). The caller has checked that one is free.
     fn grant(&mut self, ticket: u64, now: Instant, flow: usize) -> Grant {
+        let granted_in_use = self.leases.len() + 1;
         let slot = self.leases.insert(LeaseRecord {
             ticket,
             granted_at: now,
             client_gone: false,
             flow,
+            granted_in_use,
         });
         Grant {
             key: LeaseKey { slot, ticket },
@@ -410,7 +423,7 @@ impl GateState {
         &mut self,
         key: LeaseKey,
         now: Instant,
-        outcome: WorkOutcome,
+        (outcome, work): (WorkOutcome, Option<Duration>),
         config: &GateConfig,
     ) -> Wakers {
         let Some(record) = self.leases.try_remove(key.slot) else {
@@ -431,11 +444,13 @@ impl GateState {
         self.totals.released += 1;
         debug_assert!(self.leases.len() < config.max_active);
         let in_use = self.leases.len() + 1;
-        if let Some(limit) = self
-            .controller
-            .as_mut()
-            .and_then(|c| c.sample(held, in_use, outcome))
-        {
+        let sample = Sample {
+            work: work.unwrap_or(held),
+            granted_in_use: record.granted_in_use,
+            in_use,
+            outcome,
+        };
+        if let Some(limit) = self.controller.as_mut().and_then(|c| c.sample(sample)) {
             // A lower limit takes nothing from a running call: fewer are promoted until fewer
             // than it are out. A higher one promotes as many waiters as it frees.
             self.limit = limit.min(config.max_active);
@@ -465,11 +480,13 @@ impl GateState {
         let Promoted {
             since, flow, waker, ..
         } = self.waiters.promote_next(|ticket, flow| {
+            let granted_in_use = leases.len() + 1;
             leases.insert(LeaseRecord {
                 ticket,
                 granted_at: now,
                 client_gone: false,
                 flow,
+                granted_in_use,
             })
         })?;
         self.flows.add_active(flow, 1);

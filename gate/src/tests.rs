@@ -630,3 +630,36 @@ async fn with_flows_off_a_flow_name_changes_nothing() {
     assert!(gate.snapshot().flows.is_empty(), "no flows shown when off");
     assert_eq!(serve_all(held, waiters), ["n1", "n2", "q1", "n3"]);
 }
+
+/// The adaptive limit learns from the work's own time when the holder reports it (a plugin
+/// call's execution), not from how long the lease was held (which includes what the holder did
+/// first, such as waiting for a global lease).
+#[tokio::test]
+async fn the_adaptive_limit_samples_the_work_time_not_the_hold_time() {
+    let adaptive = AdaptiveConfig::new(1, 64, WINDOW, 1.2).unwrap();
+    for reported in [Some(Duration::from_millis(1)), None] {
+        let gate = Gate::with_options(
+            GateConfig::new(64, 0, Duration::from_millis(100)).unwrap(),
+            GateOptions {
+                flows: None,
+                adaptive: Some(adaptive),
+            },
+        );
+        let mut leases = Vec::new();
+        for _ in 0..WINDOW {
+            leases.push(gate.acquire().await.unwrap());
+        }
+        // Held 30 ms (real time: the gate's clock is not tokio's).
+        std::thread::sleep(Duration::from_millis(30));
+        for mut lease in leases {
+            if let Some(took) = reported {
+                lease.worked(took);
+            }
+        }
+        let recent = gate.snapshot().adaptive.unwrap().recent_ms.unwrap();
+        match reported {
+            Some(_) => assert!((recent - 1.0).abs() < 1e-9, "{recent}"),
+            None => assert!(recent >= 30.0, "{recent}"),
+        }
+    }
+}

@@ -54,6 +54,18 @@ impl Admitted {
         self.lease.mark_dropped();
     }
 
+    /// How long the request's work (its plugin call) took itself: with an adaptive limit, the
+    /// latency sample its release gives (not the hold time, which includes a global wait).
+    pub fn worked(&mut self, took: Duration) {
+        self.lease.worked(took);
+    }
+
+    /// The request's work failed on its own (an error, a trap), with no word from a backend:
+    /// with an adaptive limit, no sample at all.
+    pub fn mark_failed(&mut self) {
+        self.lease.mark_failed();
+    }
+
     /// The local lease: its ticket, its wait in the local queue, how long it has been held, and
     /// the watch that marks its client gone. It is given back with this value, never alone.
     pub fn lease(&self) -> &Lease {

@@ -128,7 +128,9 @@ async fn run(
         let mut admitted = admitted;
         let started = std::time::Instant::now();
         let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
-        let execution_ms = started.elapsed().as_secs_f64() * 1e3;
+        let took = started.elapsed();
+        let execution_ms = took.as_secs_f64() * 1e3;
+        admitted.worked(took);
         let outbound = &stats.used.outbound;
         if outbound.requests > 0 {
             // The span carries the call's outbound work, for every line logged in it from here.
@@ -140,6 +142,9 @@ async fn run(
             // The backend turned work away: the adaptive limit backs off instead of learning a
             // fast failure as a latency.
             admitted.mark_dropped();
+        } else if result.is_err() {
+            // Failed on its own: no latency sample (a fast failure must not raise the limit).
+            admitted.mark_failed();
         }
         let (waited, held) = (admitted.lease().waited(), admitted.lease().held());
         drop(admitted);
