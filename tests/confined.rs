@@ -338,3 +338,62 @@ async fn sighup_reloads_the_configured_plugin_and_corpus_not_the_last_swapped_in
     let report = stop_child(server).await;
     assert_eq!(report.shutdown_exit_status, Some(0), "{}", report.stderr);
 }
+
+/// A corpus swap holds at most three corpora: the serving one, one swapped out that a request
+/// admitted before still reads, and the candidate. One more swap while that old one is held is
+/// refused, saying why, and works once it is freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corpus_swap_waits_until_the_corpus_before_is_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = corpus_file(dir.path(), "a.jsonl", "a-", 0, 200);
+    let b = corpus_file(dir.path(), "b.jsonl", "b-", 200, 200);
+    let c = corpus_file(dir.path(), "c.jsonl", "c-", 400, 200);
+    let app = TestApp::load(&["--corpus", path(&a)]).await;
+    // What a running request holds: the generation it was admitted with.
+    let running = app.state.plugins.current();
+    let (status, body) = swap(&app, "/admin/corpus", json!({"path": path(&b)})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = swap(&app, "/admin/corpus", json!({"path": path(&c)})).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (422, Some("corpus_memory")),
+        "{body}"
+    );
+    assert_eq!(app.state.plugins.current().corpus.number, 2);
+    drop(running);
+    let (status, body) = swap(&app, "/admin/corpus", json!({"path": path(&c)})).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (200, Some("swapped")),
+        "{body}"
+    );
+    app.stop().await;
+}
+
+/// `--corpus-max-mib` bounds what a corpus swap reads, gzip included (decompressed as it is
+/// read, never past the bound), and the refusal names the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corpus_over_its_bound_is_refused_naming_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = corpus_file(dir.path(), "big.jsonl", "x-", 0, 6000);
+    assert!(std::fs::metadata(&big).unwrap().len() > 1 << 20);
+    let gz = dir.path().join("big.jsonl.gz");
+    let mut encoder =
+        flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), Default::default());
+    std::io::Write::write_all(&mut encoder, &std::fs::read(&big).unwrap()).unwrap();
+    encoder.finish().unwrap();
+    assert!(
+        std::fs::metadata(&gz).unwrap().len() < 1 << 20,
+        "compressed under the bound"
+    );
+    let root = path(dir.path()).to_owned();
+    let app = TestApp::load(&["--corpus-max-mib", "1", "--swap-root", &root]).await;
+    for candidate in [&big, &gz] {
+        let (status, body) = swap(&app, "/admin/corpus", json!({"path": path(candidate)})).await;
+        assert_eq!(status, 422, "{body}");
+        assert_eq!(body["error"], "corpus_too_large", "{body}");
+        assert!(body["detail"].as_str().unwrap().contains("1 MiB"), "{body}");
+    }
+    assert_eq!(app.state.plugins.current().corpus.number, 1);
+    app.stop().await;
+}

@@ -61,6 +61,17 @@ pub const MAX_CORPUS_BYTES: u64 = 4 << 30;
 /// The file must be a regular file (not a device or a pipe) of at most [`MAX_CORPUS_BYTES`], and
 /// so must its decompressed JSON Lines.
 pub fn read_corpus(path: Option<&Path>) -> Result<CorpusBytes, CorpusError> {
+    read_corpus_within(path, MAX_CORPUS_BYTES)
+}
+
+/// [`read_corpus`] under a bound of `max_bytes` (at most [`MAX_CORPUS_BYTES`]) of JSON Lines,
+/// decompressed: past it, [`CorpusError::TooLarge`], found as the bytes come (a gzip file is
+/// never decompressed past it).
+pub fn read_corpus_within(path: Option<&Path>, max_bytes: u64) -> Result<CorpusBytes, CorpusError> {
+    let max_bytes = max_bytes.min(MAX_CORPUS_BYTES);
+    let too_large = || CorpusError::TooLarge {
+        limit_mib: max_bytes >> 20,
+    };
     let Some(path) = path else {
         return Ok(CorpusBytes {
             name: EMBEDDED_CORPUS_NAME.to_owned(),
@@ -71,7 +82,10 @@ pub fn read_corpus(path: Option<&Path>) -> Result<CorpusBytes, CorpusError> {
         path: path.to_owned(),
         source,
     };
-    let file = RegularFile::open(path, MAX_CORPUS_BYTES).map_err(error)?;
+    let file = match RegularFile::open(path, max_bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(too_large()),
+        opened => opened.map_err(error)?,
+    };
     let reported = file.len();
     let mut file = std::io::BufReader::new(file);
     let gzip = std::io::BufRead::fill_buf(&mut file)
@@ -86,26 +100,19 @@ pub fn read_corpus(path: Option<&Path>) -> Result<CorpusBytes, CorpusError> {
     });
     let read = if gzip {
         flate2::read::GzDecoder::new(file)
-            .take(MAX_CORPUS_BYTES + 1)
+            .take(max_bytes + 1)
             .read_to_end(&mut jsonl)
     } else {
         file.read_to_end(&mut jsonl)
     };
     read.map_err(error)?;
-    if jsonl.len() as u64 > MAX_CORPUS_BYTES {
-        return Err(error(too_large()));
+    if jsonl.len() as u64 > max_bytes {
+        return Err(too_large());
     }
     Ok(CorpusBytes {
         name: path.display().to_string(),
         jsonl,
     })
-}
-
-fn too_large() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        format!("larger than {} GiB of JSON Lines", MAX_CORPUS_BYTES >> 30),
-    )
 }
 
 /// Parses JSON Lines into documents, checking every bound and that ids are unique.

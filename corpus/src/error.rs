@@ -11,6 +11,14 @@ pub enum CorpusError {
         /// Why.
         source: std::io::Error,
     },
+    /// The corpus's JSON Lines (decompressed) are over the bound they were read under.
+    #[error(
+        "the corpus is larger than {limit_mib} MiB of JSON Lines (decompressed), the bound it is read under"
+    )]
+    TooLarge {
+        /// The bound, in MiB.
+        limit_mib: u64,
+    },
     /// A line of the corpus is not a valid document.
     #[error("corpus line {line}: {reason}")]
     BadDocument {

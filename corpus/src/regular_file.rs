@@ -19,7 +19,8 @@ pub struct RegularFile {
 
 impl RegularFile {
     /// Opens `path` if it is a regular file of at most `max` bytes; errors are of kind
-    /// `InvalidInput` ("not a regular file", "N bytes; at most M are read") or the OS's.
+    /// `InvalidInput` ("not a regular file"), `FileTooLarge` ("N bytes; at most M are read") or
+    /// the OS's.
     pub fn open(path: &Path, max: u64) -> io::Result<Self> {
         let not_regular = || io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
         if !std::fs::metadata(path)?.is_file() {
@@ -38,7 +39,7 @@ impl RegularFile {
         }
         if metadata.len() > max {
             return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
+                io::ErrorKind::FileTooLarge,
                 format!("{} bytes; at most {max} are read", metadata.len()),
             ));
         }
@@ -117,7 +118,7 @@ mod tests {
             b"hello"
         );
         let err = RegularFile::open(&path, 4).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub fn corpus_swap_code(error: &CorpusSwapError) -> &'static str {
     match error {
         CorpusSwapError::NotAllowed(_) => "path_not_allowed",
         CorpusSwapError::Unreadable(_) => "corpus_unreadable",
+        CorpusSwapError::TooLarge(_) => "corpus_too_large",
+        CorpusSwapError::MemoryHeld { .. } => "corpus_memory",
         CorpusSwapError::Invalid(_) => "invalid_corpus",
         CorpusSwapError::Sha256Mismatch { .. } => "sha256_mismatch",
         CorpusSwapError::PinRequired { .. } => "sha256_required",

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use turnstile_corpus::{CorpusError, CorpusIndex, CorpusPool, read_corpus};
+use turnstile_corpus::{CorpusError, CorpusIndex, CorpusPool, read_corpus_within};
 
-use super::bounds::MAX_CORPUS_CANDIDATES;
+use super::bounds::{MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
 use super::error::{CorpusSwapError, SwapOutcome};
 use super::hot_swap::{Checking, HotSwap, Trigger};
 use crate::conformance::{Check, smoke};
@@ -99,7 +99,11 @@ impl HotSwap {
             ),
             None => None,
         };
-        let corpus = read_corpus(path.as_deref()).map_err(CorpusSwapError::Unreadable)?;
+        let corpus =
+            read_corpus_within(path.as_deref(), self.corpus_max_bytes).map_err(|e| match e {
+                CorpusError::TooLarge { .. } => CorpusSwapError::TooLarge(e),
+                other => CorpusSwapError::Unreadable(other),
+            })?;
         let actual = sha256_hex(&corpus.jsonl);
         if let Some(expected) = &expected
             && actual != expected.as_str()
@@ -120,6 +124,11 @@ impl HotSwap {
                 elapsed: started.elapsed(),
                 smoke: Vec::new(),
             });
+        }
+        // Memory: the serving corpus, at most MAX_RETIRED_CORPORA swapped out, and this one.
+        let held = self.retired_corpora_in_memory();
+        if held >= MAX_RETIRED_CORPORA {
+            return Err(CorpusSwapError::MemoryHeld { held });
         }
         let index = CorpusIndex::open_or_build_hashed(&corpus, actual, &self.index_dir).map_err(
             |e| match e {

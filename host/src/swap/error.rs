@@ -3,7 +3,7 @@
 
 use turnstile_corpus::CorpusError;
 
-use super::bounds::MAX_CANDIDATES_CHECKED;
+use super::bounds::{MAX_CANDIDATES_CHECKED, MAX_RETIRED_CORPORA};
 use super::roots::Confinement;
 use crate::{PluginError, Sha256Hex};
 
@@ -81,6 +81,18 @@ pub enum CorpusSwapError {
     /// The file could not be read (or decompressed).
     #[error("{0}")]
     Unreadable(#[source] CorpusError),
+    /// Its JSON Lines are over the corpus bound (`--corpus-max-mib`): nothing past it was read.
+    #[error("{0}")]
+    TooLarge(#[source] CorpusError),
+    /// Corpora swapped out are still in memory for requests admitted before their swap: another
+    /// swap now would hold one more.
+    #[error(
+        "{held} corpus swapped out is still in memory for requests admitted before its swap (at most {MAX_RETIRED_CORPORA} beside the serving one); send the swap again when they have ended"
+    )]
+    MemoryHeld {
+        /// Retired corpora in memory now.
+        held: usize,
+    },
     /// A line is not a valid document (the error names the line).
     #[error("{0}")]
     Invalid(#[source] CorpusError),

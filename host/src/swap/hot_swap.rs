@@ -78,6 +78,8 @@ pub struct CorpusOptions {
     pub index_dir: PathBuf,
     /// The corpus sha256 pin at start (`--corpus-sha256`), if any.
     pub pin: Option<Sha256Hex>,
+    /// Largest corpus a swap reads, in bytes of JSON Lines (decompressed).
+    pub max_bytes: u64,
 }
 
 /// What the operator gives every plugin that serves, unless a swap names its own: settings and
@@ -116,6 +118,8 @@ pub struct HotSwap {
     pub(super) observer: Arc<dyn SwapObserver>,
     /// Where corpus candidates are indexed.
     pub(super) index_dir: PathBuf,
+    /// Largest corpus candidate, in bytes of JSON Lines.
+    pub(super) corpus_max_bytes: u64,
     /// The corpus pin: the same rule as `pin`, for corpus swaps.
     pub(super) corpus_pin: std::sync::Mutex<Option<Sha256Hex>>,
     /// Corpus candidates being loaded and checked now.
@@ -169,6 +173,7 @@ impl HotSwap {
             pin: std::sync::Mutex::new(pin),
             observer,
             index_dir: corpus.index_dir,
+            corpus_max_bytes: corpus.max_bytes,
             corpus_pin: std::sync::Mutex::new(corpus.pin),
             corpus_checking: std::sync::atomic::AtomicUsize::new(0),
             retired: std::sync::Mutex::new(Vec::new()),

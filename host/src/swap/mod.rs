@@ -21,7 +21,7 @@ mod observer;
 mod plugin;
 mod roots;
 
-pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES};
+pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
 pub use corpus::CorpusSwapped;
 pub use error::{CorpusSwapError, SwapError, SwapOutcome};
 pub use hot_swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapSettings, Trigger};

@@ -88,7 +88,7 @@ impl CorpusSwapOrder {
         (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
         (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
         (status = 415, description = "Not application/json", body = InvalidRequestBody),
-        (status = 422, description = "A bad request, or a refused candidate (the old corpus keeps serving): corpus_unreadable, invalid_corpus, sha256_mismatch, sha256_required, corpus_unavailable, smoke_failed, timeout, swap_conflict, swap_busy", body = SwapRefusal),
+        (status = 422, description = "A bad request, or a refused candidate (the old corpus keeps serving): path_not_allowed, corpus_unreadable, corpus_too_large, corpus_memory, invalid_corpus, sha256_mismatch, sha256_required, corpus_unavailable, smoke_failed, timeout, swap_conflict, swap_busy", body = SwapRefusal),
         (status = 500, description = "The swap's worker failed", body = InternalBody),
     )
 )]

@@ -81,6 +81,12 @@ pub struct ServeArgs {
     #[arg(long = "corpus-sha256")]
     pub corpus_sha256: Option<Sha256Hex>,
 
+    /// Largest corpus read, at start or by a swap, in MiB of JSON Lines, decompressed
+    /// (1..=4096): the bound of a corpus's memory (a swap holds at most three: docs/CORPUS.md).
+    #[arg(long = "corpus-max-mib", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub corpus_max_mib: u32,
+
     /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
     #[arg(long = "memory-limit-mib", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..=4096))]

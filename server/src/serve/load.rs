@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
+use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus_within};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::Origins;
@@ -31,7 +31,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let metrics = Arc::new(Metrics::new());
     let cache = Cache::open(args.cache_dir.as_deref()).context("creating a cache directory")?;
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
-    let corpus = read_corpus(args.corpus.as_deref())?;
+    let corpus = read_corpus_within(args.corpus.as_deref(), u64::from(args.corpus_max_mib) << 20)?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
     drop(corpus);
     if let Some(expected) = &args.corpus_sha256
@@ -125,6 +125,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         CorpusOptions {
             index_dir: cache.index_dir(),
             pin: args.corpus_sha256.clone(),
+            max_bytes: u64::from(args.corpus_max_mib) << 20,
         },
         Arc::clone(&metrics) as Arc<dyn SwapObserver>,
     );
