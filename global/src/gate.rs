@@ -145,6 +145,7 @@ impl GlobalGate {
                 .arg(c.max_active)
                 .arg(c.max_waiting)
                 .arg(c.lease_ttl.as_millis() as u64);
+            let sent = Instant::now();
             let answer = inner
                 .call::<Vec<i64>>(started, &invocation, "acquire")
                 .await
@@ -153,6 +154,18 @@ impl GlobalGate {
                     (a.first().copied(), a.get(2).copied())
                 });
             match answer {
+                // An answer later than its own timeout reached a replica that was stalled
+                // (stopped, starved) after Redis granted it: the lease may have expired meanwhile
+                // and gone to another. It is not relied on: asked again under the same id, Redis
+                // renews it if it still holds it, else queues or grants it as any request.
+                Some((Some(1), _)) if sent.elapsed() > CALL_TIMEOUT => {
+                    if Instant::now() >= deadline {
+                        queued.leave();
+                        inner.stats.wait_timeout.fetch_add(1, Ordering::Relaxed);
+                        return Err(GlobalRefusal::WaitTimeout);
+                    }
+                    continue;
+                }
                 Some((Some(1), _)) => {
                     queued.disarm();
                     drop(waker);
