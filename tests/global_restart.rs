@@ -1,6 +1,8 @@
-//! The global limit when Redis loses its data, on a real `redis-server`: after Redis restarts
-//! empty, no lease is granted past the limit until the running calls' leases are asserted again
-//! (the grace of one lease TTL). Counted as calls running at once, never timed.
+//! The global limit when Redis loses its data and when a replica stalls, on a real
+//! `redis-server`: after Redis restarts empty, no lease is granted past the limit until the
+//! running calls' leases are asserted again (the grace of one lease TTL); a replica stopped with
+//! SIGSTOP past the lease TTL over-admits at most the leases it held, and only until those calls
+//! end. Both are counted as calls running at once, never timed.
 
 use std::time::{Duration, Instant};
 
@@ -126,4 +128,113 @@ async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_a
     assert_eq!(redis_peak, LIMIT);
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_stopped_past_the_lease_ttl_over_admits_at_most_the_leases_it_held() {
+    let redis = Redis::start();
+    let url = redis.url();
+    // Q, in this process: calls of 3 s. P, a child process to stop: two calls of 5 s.
+    let q = start(&flags(&url, "1500", "delay_ms=3000", "4")).await;
+    past_grace(&q).await;
+    let mut p_flags = flags(&url, "1500", "delay_ms=5000", "2");
+    p_flags.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+    let p = serve_child("stopped", p_flags).await;
+    let client = reqwest::Client::new();
+    let p_calls: Vec<_> = (0..2)
+        .map(|_| {
+            let (client, url) = (client.clone(), p.url("/retrieve"));
+            tokio::spawn(async move {
+                let response = client
+                    .post(url)
+                    .json(&json!({"question": "q"}))
+                    .send()
+                    .await
+                    .unwrap();
+                response.status().as_u16()
+            })
+        })
+        .collect();
+    child_state_when(&client, &p, "P runs two calls under both permits", |s| {
+        s["active"] == 2 && s["global"]["this_replica"] == 2
+    })
+    .await;
+    // P stops with its two calls in flight: k = 2 leases, no heartbeat from now on.
+    let k = LIMIT;
+    p.pause().unwrap();
+    let q_calls: Vec<_> = (0..4).map(|_| post(&q)).collect();
+    let deadline = Instant::now() + STATE_DEADLINE;
+    while held(&q) < LIMIT {
+        assert!(
+            Instant::now() < deadline,
+            "P's leases never lapsed: Q holds {}, Redis {}",
+            held(&q),
+            redis.holders()
+        );
+        assert!(held(&q) <= LIMIT && redis.holders() <= LIMIT);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // The overshoot: P's two calls (stopped in flight, a backend still working on them) and the
+    // two Q was granted once P's leases lapsed, while Q's two others wait.
+    let mut peak = k + held(&q);
+    assert_eq!(peak, LIMIT + k);
+
+    // P resumes: its heartbeat asserts its leases again, so Redis counts LIMIT + k and grants
+    // nothing new until the calls running are back under the limit.
+    p.resume().unwrap();
+    let q_totals = || q.state.admission.global().unwrap().totals();
+    let mut redis_peak = 0;
+    while !(p_calls.iter().all(|c| c.is_finished()) && q_calls.iter().all(|c| c.is_finished())) {
+        // Q first, then P: a permit goes from P to Q only after P's count went down.
+        let granted = q_totals().granted;
+        let q_now = held(&q);
+        let p_state: Value = client
+            .get(p.url("/state"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let p_now = p_state["active"].as_u64().unwrap();
+        let holders = redis.holders();
+        let now = q_now + p_now;
+        assert!(q_now <= LIMIT, "Q alone past the limit: {q_now}");
+        assert!(
+            now <= LIMIT + k,
+            "{now} calls running at once (Q {q_now}, P {p_now})"
+        );
+        assert!(holders <= LIMIT + k, "Redis holds {holders} leases");
+        if granted > LIMIT {
+            // Q was granted again: the count had come back under the limit and stays there.
+            assert!(
+                now <= LIMIT,
+                "{now} running after Q's third grant: {p_state}"
+            );
+        }
+        peak = peak.max(now);
+        redis_peak = redis_peak.max(holders);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for call in p_calls {
+        assert_eq!(call.await.unwrap(), 200);
+    }
+    for call in q_calls {
+        let (status, body) = call.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(
+        peak,
+        LIMIT + k,
+        "the bound measured: the limit + P's leases"
+    );
+    assert_eq!(
+        redis_peak,
+        LIMIT + k,
+        "P's lapsed leases were counted again on resume"
+    );
+    child_state_when(&client, &p, "P's calls over", |s| s["active"] == 0).await;
+    assert_eq!(q_totals().granted, 4);
+    stop_child(p).await;
+    q.stop().await;
 }
