@@ -32,12 +32,16 @@ def free_port():
 
 
 def wait_ready(port, what):
+    """Ready, and past the grace a fresh Redis opens (no lease for one TTL: docs/SCALE.md)."""
     for _ in range(1200):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1)
-            return
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=5) as r:
+                if json.load(r)["global"]["grace_ms"] == 0:
+                    return
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     raise SystemExit(f"{what} on {port} never ready")
 
 

@@ -30,12 +30,16 @@ def free_port():
 
 
 def ready(port):
-    for _ in range(600):
+    """Ready, and past the grace a fresh Redis opens (no lease for one TTL: docs/SCALE.md)."""
+    for _ in range(1200):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1)
-            return
+            state = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=5))
+            if not state.get("global") or state["global"]["grace_ms"] == 0:
+                return
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     raise SystemExit(f"server on {port} never ready")
 
 

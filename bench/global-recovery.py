@@ -5,11 +5,13 @@ seconds. `/state` is sampled every 20 ms. Reported, for each failure mode:
 
 - degraded after: Redis killed → the first request admitted on the local gate alone
   (`failed_open`, open) or refused 503 `global_unavailable` (closed);
-- recovered after: Redis started (accepting connections) → the first lease Redis grants again;
+- recovered after: Redis started (accepting connections) → the first lease Redis grants again.
+  Redis comes back empty, so this includes the grace of one lease TTL (`--ttl-ms`) in which no
+  new lease is granted while running calls re-assert theirs (docs/SCALE.md);
 - what clients saw meanwhile: statuses, and the slowest response around the outage.
 
     cargo build --release -p turnstile-cli && cargo xtask plugins
-    python3 bench/global-recovery.py BINARY [--down 5] [--modes open closed]
+    python3 bench/global-recovery.py BINARY [--down 5] [--ttl-ms 10000] [--modes open closed]
 """
 
 import argparse
@@ -88,7 +90,7 @@ async def client(port, stop, seen):
     writer.close()
 
 
-async def outage(port, redis_port, redis, down):
+async def outage(port, redis_port, redis, down, ttl):
     stop, seen, samples = asyncio.Event(), [], []
     tasks = [asyncio.create_task(client(port, stop, seen)) for _ in range(CLIENTS)]
     loop = asyncio.get_running_loop()
@@ -106,7 +108,7 @@ async def outage(port, redis_port, redis, down):
     redis = start_redis(redis_port)
     await loop.run_in_executor(None, wait_for, lambda: redis_up(redis_port), "redis back")
     started = time.monotonic()
-    await sample(started + 5)
+    await sample(started + ttl + 5)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     return redis, killed, started, seen, samples
@@ -116,7 +118,7 @@ def first(samples, after, test):
     return next((t for t, s in samples if t >= after and test(s)), None)
 
 
-def run(binary, mode, down):
+def run(binary, mode, down, ttl_ms):
     with tempfile.TemporaryDirectory() as tmp:
         redis_port, port = free_port(), free_port()
         redis = start_redis(redis_port)
@@ -127,15 +129,16 @@ def run(binary, mode, down):
                 "--redis-url", f"redis://127.0.0.1:{redis_port}",
                 "--global-max-active", "4", "--global-failure", mode,
                 "--max-active", "8", "--max-waiting", "16", "--wait-ms", "5000",
-                "--access-log", "false",
+                "--global-lease-ttl-ms", str(ttl_ms), "--access-log", "false",
             ],
             stdout=subprocess.DEVNULL,
             stderr=open(Path(tmp) / "server.log", "w"),
         )
         try:
-            wait_for(lambda: state(port) is not None, "server ready")
+            # Ready, and past the grace the fresh Redis opens at the first call.
+            wait_for(lambda: state(port)["grace_ms"] == 0, "server ready, past the grace")
             redis, killed, started, seen, samples = asyncio.run(
-                outage(port, redis_port, redis, down)
+                outage(port, redis_port, redis, down, ttl_ms / 1000)
             )
         finally:
             server.terminate()
@@ -154,11 +157,12 @@ def run(binary, mode, down):
     breaker_closed = first(samples, started, lambda s: not s["circuit_open"])
     during = Counter(status for sent, _, status in seen if killed <= sent < started)
     after = Counter(status for sent, _, status in seen if sent >= started)
-    around = [done - sent for sent, done, _ in seen if killed - 1 <= sent < started + 5]
+    around = [done - sent for sent, done, _ in seen if killed - 1 <= sent < started + ttl_ms / 1000 + 5]
     ms = lambda t, since: None if t is None else round((t - since) * 1e3)
     return {
         "mode": mode,
         "down_s": down,
+        "ttl_ms": ttl_ms,
         "degraded_after_ms": ms(degraded, killed),
         "recovered_after_ms": ms(recovered, started),
         "breaker_closed_after_ms": ms(breaker_closed, started),
@@ -172,11 +176,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--down", type=float, default=5)
+    ap.add_argument("--ttl-ms", type=int, default=10000)
     ap.add_argument("--modes", nargs="+", default=["open", "closed"])
     args = ap.parse_args()
     rows = []
     for mode in args.modes:
-        row = run(args.binary, mode, args.down)
+        row = run(args.binary, mode, args.down, args.ttl_ms)
         print(json.dumps(row), flush=True)
         rows.append(row)
     print("| failure mode | degraded after | recovered after | breaker closed after "

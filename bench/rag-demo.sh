@@ -89,6 +89,12 @@ for _ in 1 2 3; do
         --global-max-waiting 1000
     ports+=("$p")
 done
+# Past the grace the fresh Redis opens: no global lease for one TTL (docs/SCALE.md).
+for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:${ports[0]}/state" |
+        python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["global"]["grace_ms"] != 0)' && break
+    sleep 0.1
+done
 reset
 dirs=()
 loads=()

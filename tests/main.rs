@@ -21,6 +21,7 @@ mod fixtures;
 mod flows;
 mod gate;
 mod global;
+mod global_restart;
 mod hostile;
 mod http;
 mod kit;

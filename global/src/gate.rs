@@ -99,7 +99,8 @@ impl GlobalGate {
     }
 
     /// A global lease before `deadline`, in FIFO order across replicas; or a refusal; or, when
-    /// Redis fails and the mode is `open`, [`GlobalGrant::FailedOpen`].
+    /// Redis fails and the mode is `open`, [`GlobalGrant::FailedOpen`]. In the grace after Redis
+    /// lost the deployment's data, it waits in the queue like any request past the limit.
     ///
     /// Cancel safe: dropping the future while it waits takes it out of the global queue.
     pub async fn acquire(&self, deadline: Instant) -> Result<GlobalGrant, GlobalRefusal> {
@@ -139,15 +140,32 @@ impl GlobalGate {
                 .key(&k.queue)
                 .key(&k.queue_exp)
                 .key(&k.seq)
+                .key(&k.marker)
                 .arg(&id)
                 .arg(c.max_active)
                 .arg(c.max_waiting)
                 .arg(c.lease_ttl.as_millis() as u64);
+            let sent = Instant::now();
             let answer = inner
                 .call::<Vec<i64>>(started, &invocation, "acquire")
                 .await
-                .map(|a| (a.first().copied(), a.get(2).copied()));
+                .map(|a| {
+                    inner.grace_opened(a.get(3).copied());
+                    (a.first().copied(), a.get(2).copied())
+                });
             match answer {
+                // An answer later than its own timeout reached a replica that was stalled
+                // (stopped, starved) after Redis granted it: the lease may have expired meanwhile
+                // and gone to another. It is not relied on: asked again under the same id, Redis
+                // renews it if it still holds it, else queues or grants it as any request.
+                Some((Some(1), _)) if sent.elapsed() > CALL_TIMEOUT => {
+                    if Instant::now() >= deadline {
+                        queued.leave();
+                        inner.stats.wait_timeout.fetch_add(1, Ordering::Relaxed);
+                        return Err(GlobalRefusal::WaitTimeout);
+                    }
+                    continue;
+                }
                 Some((Some(1), _)) => {
                     queued.disarm();
                     drop(waker);
@@ -200,7 +218,7 @@ impl GlobalGate {
     /// How the global gate stands now (asks Redis, within [`CALL_TIMEOUT`]).
     pub async fn status(&self) -> GlobalStatus {
         let inner = &self.inner;
-        let (mut holders, mut waiting) = (None, None);
+        let (mut holders, mut waiting, mut grace_ms) = (None, None, None);
         if let Some(started) = inner.started.get()
             && !inner.breaker.is_open()
         {
@@ -209,10 +227,13 @@ impl GlobalGate {
             invocation
                 .key(&inner.keys.holders)
                 .key(&inner.keys.queue)
-                .key(&inner.keys.queue_exp);
-            let call = invocation.invoke_async::<(u64, u64)>(&mut conn);
-            if let Ok(Ok((h, w))) = tokio::time::timeout(CALL_TIMEOUT, call).await {
-                (holders, waiting) = (Some(h), Some(w));
+                .key(&inner.keys.queue_exp)
+                .key(&inner.keys.marker)
+                .arg(inner.config.lease_ttl.as_millis() as u64);
+            let call = invocation.invoke_async::<(u64, u64, u64, i64)>(&mut conn);
+            if let Ok(Ok((h, w, g, opened))) = tokio::time::timeout(CALL_TIMEOUT, call).await {
+                inner.grace_opened(Some(opened));
+                (holders, waiting, grace_ms) = (Some(h), Some(w), Some(g));
             }
         }
         GlobalStatus {
@@ -222,6 +243,7 @@ impl GlobalGate {
             failure: inner.config.failure,
             holders,
             waiting,
+            grace_ms,
             this_replica: lock(&inner.held).len(),
             this_replica_waiting: lock(&inner.waiting).len(),
             circuit_open: inner.breaker.is_open(),
@@ -242,6 +264,7 @@ impl GlobalGate {
             failed_open: load(&s.failed_open),
             renewals: load(&s.renewals),
             reasserted: load(&s.reasserted),
+            graces: load(&s.graces),
             failures: load(&s.failures),
             waited_us: load(&s.waited_us),
         }

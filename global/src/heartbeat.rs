@@ -27,15 +27,17 @@ pub(crate) async fn heartbeat(inner: Arc<Inner>) {
         invocation
             .key(&inner.keys.holders)
             .key(&inner.keys.queue_exp)
+            .key(&inner.keys.marker)
             .arg(inner.config.lease_ttl.as_millis() as u64)
             .arg(held.len());
         for id in held.iter().chain(&waiting) {
             invocation.arg(id);
         }
-        if let Some((renewed, reasserted)) = inner
-            .call::<(u64, u64)>(started, &invocation, "heartbeat")
+        if let Some((renewed, reasserted, opened)) = inner
+            .call::<(u64, u64, i64)>(started, &invocation, "heartbeat")
             .await
         {
+            inner.grace_opened(Some(opened));
             inner.stats.renewals.fetch_add(renewed, Ordering::Relaxed);
             if reasserted > 0 {
                 inner
@@ -44,7 +46,8 @@ pub(crate) async fn heartbeat(inner: Arc<Inner>) {
                     .fetch_add(reasserted, Ordering::Relaxed);
                 tracing::warn!(
                     reasserted,
-                    "global gate: leases had expired while their calls ran; asserted again"
+                    "global gate: leases were gone from Redis while their calls ran (expired in a stall, \
+                     or Redis lost them); asserted again"
                 );
             }
         }

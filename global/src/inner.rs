@@ -53,6 +53,20 @@ impl Inner {
         tracing::warn!(error, "global gate: Redis call failed");
     }
 
+    /// Counts and logs a grace this replica's call opened (`opened` is the script's flag): Redis
+    /// was found without the deployment's data.
+    pub(crate) fn grace_opened(&self, opened: Option<i64>) {
+        if opened == Some(1) {
+            self.stats.graces.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                grace_ms = self.config.lease_ttl.as_millis() as u64,
+                "global gate: Redis has none of this deployment's data (restarted empty, flushed, \
+                 or first start): no new lease until every replica has asserted its running \
+                 calls' leases again"
+            );
+        }
+    }
+
     /// Wakes this replica's oldest waiter (a lease was released somewhere): only the waiter that
     /// may now be at the head of the global queue asks Redis again, so the commands a release
     /// causes do not grow with the number of waiters. A signal sent while that waiter is between

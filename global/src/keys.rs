@@ -7,6 +7,9 @@ pub(crate) struct Keys {
     pub(crate) queue_exp: String,
     pub(crate) seq: String,
     pub(crate) channel: String,
+    /// Set by the first script that runs on the deployment's data and kept with it: gone, Redis
+    /// lost the data (or the deployment is new), and a grace of one TTL follows (`lua/grace.lua`).
+    pub(crate) marker: String,
 }
 
 impl Keys {
@@ -19,6 +22,7 @@ impl Keys {
             queue_exp: format!("{tag}:queue_exp"),
             seq: format!("{tag}:seq"),
             channel: format!("{tag}:released"),
+            marker: format!("{tag}:marker"),
         }
     }
 }

@@ -2,6 +2,10 @@
 
 use redis::Script;
 
+/// Redis' clock and the grace after Redis lost the deployment's data, shared by every script that
+/// reads or grants leases.
+const GRACE: &str = include_str!("lua/grace.lua");
+
 /// The Lua scripts (`src/lua/`), each run atomically by Redis.
 pub(crate) struct Scripts {
     pub(crate) acquire: Script,
@@ -13,11 +17,12 @@ pub(crate) struct Scripts {
 impl Scripts {
     /// The scripts, loaded from the crate.
     pub(crate) fn new() -> Self {
+        let with_grace = |script: &str| Script::new(&format!("{GRACE}\n{script}"));
         Self {
-            acquire: Script::new(include_str!("lua/acquire.lua")),
+            acquire: with_grace(include_str!("lua/acquire.lua")),
             release: Script::new(include_str!("lua/release.lua")),
-            heartbeat: Script::new(include_str!("lua/heartbeat.lua")),
-            status: Script::new(include_str!("lua/status.lua")),
+            heartbeat: with_grace(include_str!("lua/heartbeat.lua")),
+            status: with_grace(include_str!("lua/status.lua")),
         }
     }
 }

@@ -16,6 +16,7 @@ pub(crate) struct Stats {
     pub(crate) failed_open: AtomicU64,
     pub(crate) renewals: AtomicU64,
     pub(crate) reasserted: AtomicU64,
+    pub(crate) graces: AtomicU64,
     pub(crate) failures: AtomicU64,
     pub(crate) waited_us: AtomicU64,
 }
@@ -36,8 +37,12 @@ pub struct GlobalTotals {
     pub failed_open: u64,
     /// Lease renewals by the heartbeat.
     pub renewals: u64,
-    /// Renewals that found their lease gone (expired) and asserted it again.
+    /// Renewals that found their lease gone (expired, or Redis lost it) and asserted it again.
     pub reasserted: u64,
+    /// Graces this replica opened: its call was the first to find the deployment's data gone from
+    /// Redis (Redis restarted empty or was flushed, or the deployment's first start), so no new
+    /// lease was granted for one lease TTL while the running calls' leases were asserted again.
+    pub graces: u64,
     /// Redis calls that failed or timed out.
     pub failures: u64,
     /// Total time spent waiting for global leases, in microseconds.
@@ -60,6 +65,11 @@ pub struct GlobalStatus {
     pub holders: Option<u64>,
     /// Requests waiting across every replica (absent when Redis could not be asked).
     pub waiting: Option<u64>,
+    /// Milliseconds left of the grace after Redis was found without the deployment's data (its
+    /// first start, or Redis restarted empty): no new lease is granted until it ends, while every
+    /// replica asserts its running calls' leases again; 0 when none (absent when Redis could not
+    /// be asked).
+    pub grace_ms: Option<u64>,
     /// Of the leases, this replica's.
     pub this_replica: usize,
     /// Of the waiting requests, this replica's.

@@ -1,13 +1,15 @@
 -- Take a global lease for ARGV[1], or join the FIFO queue, or refuse. Atomic; times from Redis.
 -- KEYS: holders (zset id -> lease expiry ms), queue (zset id -> ticket), queue_exp (zset id ->
--- waiter expiry ms), seq (ticket counter). ARGV: id, max_active, max_waiting, ttl_ms.
--- Returns {1, 0} granted, {0, rank, ticket} waiting at `rank` (0 = next) with its place in line
--- (`ticket`: the FIFO order, fixed while it waits), {-1, waiting} queue full.
-local holders, queue, queue_exp, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- waiter expiry ms), seq (ticket counter), marker (grace.lua). ARGV: id, max_active,
+-- max_waiting, ttl_ms.
+-- Returns {1, 0, 0, opened} granted, {0, rank, ticket, opened} waiting at `rank` (0 = next) with its
+-- place in line (`ticket`: the FIFO order, fixed while it waits), {-1, waiting, 0, opened} queue
+-- full; `opened` is 1 if this call found the deployment's data gone and opened the grace.
+local holders, queue, queue_exp, seq, marker = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id = ARGV[1]
 local max_active, max_waiting, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
+local left, opened = grace(marker, now, ttl)
 
 -- Leases and waiters whose replica stopped renewing them (it died) are gone.
 redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
@@ -17,30 +19,35 @@ if #stale > 0 then
   redis.call('ZREM', queue_exp, unpack(stale))
 end
 
+-- A lease it holds is renewed, in a grace too: that is a lease asserted again.
 if redis.call('ZSCORE', holders, id) then
   redis.call('ZADD', holders, now + ttl, id)
-  return {1, 0}
+  return {1, 0, 0, opened}
 end
-local active = redis.call('ZCARD', holders)
+-- In the grace nothing new is granted: the live leases are being asserted again.
+local free = max_active - redis.call('ZCARD', holders)
+if left > 0 then
+  free = 0
+end
 local rank = redis.call('ZRANK', queue, id)
 if not rank then
   local waiting = redis.call('ZCARD', queue)
-  if active < max_active and waiting == 0 then
+  if free > 0 and waiting == 0 then
     redis.call('ZADD', holders, now + ttl, id)
-    return {1, 0}
+    return {1, 0, 0, opened}
   end
   if waiting >= max_waiting then
-    return {-1, waiting}
+    return {-1, waiting, 0, opened}
   end
   redis.call('ZADD', queue, redis.call('INCR', seq), id)
   rank = waiting
 end
 -- Strict FIFO: the waiter at `rank` is served once `rank` waiters ahead of it can all be too.
-if rank < max_active - active then
+if rank < free then
   redis.call('ZREM', queue, id)
   redis.call('ZREM', queue_exp, id)
   redis.call('ZADD', holders, now + ttl, id)
-  return {1, 0}
+  return {1, 0, 0, opened}
 end
 redis.call('ZADD', queue_exp, now + ttl, id)
-return {0, rank, tonumber(redis.call('ZSCORE', queue, id))}
+return {0, rank, tonumber(redis.call('ZSCORE', queue, id)), opened}

@@ -217,6 +217,11 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Redis calls of the global limit that failed or timed out (200 ms)",
     ),
     (
+        "turnstile_global_graces_total",
+        Kind::Counter,
+        "Graces this replica opened: it found Redis without the deployment's data (restarted empty, flushed, or first start) and no new global lease was granted for one lease TTL",
+    ),
+    (
         "turnstile_global_circuit_open",
         Kind::Gauge,
         "1 while the circuit breaker skips Redis after repeated failures",

@@ -289,6 +289,8 @@ impl Metrics {
         }
         self.counter("turnstile_global_redis_failures_total", vec![])
             .absolute(t.failures);
+        self.counter("turnstile_global_graces_total", vec![])
+            .absolute(t.graces);
         self.gauge("turnstile_global_leases_held", vec![])
             .set(global.leases_held() as f64);
         self.gauge("turnstile_global_circuit_open", vec![])

@@ -169,6 +169,18 @@ impl ServerChild {
         kill(Pid::from_raw(self.child.id() as i32), Signal::SIGHUP)
     }
 
+    /// Sends SIGSTOP: the whole process stalls (a long pause, a stop-the-world stall) until
+    /// [`ServerChild::resume`]; its sockets stay open. Resume it before [`ServerChild::stop`],
+    /// whose SIGTERM a stopped process only sees once continued.
+    pub fn pause(&self) -> nix::Result<()> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGSTOP)
+    }
+
+    /// Sends SIGCONT: a paused child runs on.
+    pub fn resume(&self) -> nix::Result<()> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGCONT)
+    }
+
     /// Whether it logged readiness.
     pub fn ready(&self) -> bool {
         self.startup_observed

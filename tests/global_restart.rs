@@ -1,0 +1,240 @@
+//! The global limit when Redis loses its data and when a replica stalls, on a real
+//! `redis-server`: after Redis restarts empty, no lease is granted past the limit until the
+//! running calls' leases are asserted again (the grace of one lease TTL); a replica stopped with
+//! SIGSTOP past the lease TTL over-admits at most the leases it held, and only until those calls
+//! end. Both are counted as calls running at once, never timed.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use turnstile_fixtures as components;
+
+use crate::global::{Redis, global, past_grace, post};
+use crate::support::{
+    STATE_DEADLINE, TestServer, child_state_when, eventually, serve_child, stop_child,
+};
+
+/// The global limit in these tests.
+const LIMIT: u64 = 2;
+
+/// A replica's flags: the delay fixture (`delay`), the global limit of [`LIMIT`] on `redis`
+/// with this lease TTL, `--max-active max_active`, waits of up to a minute, fail closed (nothing
+/// runs without a lease, so the leases held are the calls running).
+fn flags(redis: &str, ttl_ms: &str, delay: &str, max_active: &str) -> Vec<String> {
+    [
+        "--plugin",
+        components::DELAY,
+        "--plugin-config",
+        delay,
+        "--redis-url",
+        redis,
+        "--global-max-active",
+        "2",
+        "--global-lease-ttl-ms",
+        ttl_ms,
+        "--global-failure",
+        "closed",
+        "--max-active",
+        max_active,
+        "--wait-ms",
+        "60000",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
+}
+
+async fn start(flags: &[String]) -> TestServer {
+    TestServer::start(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await
+}
+
+/// Global leases a replica in this process holds now: its calls running under the global limit.
+fn held(server: &TestServer) -> u64 {
+    server.state.admission.global().unwrap().leases_held() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_are_asserted_again()
+{
+    let mut redis = Redis::start();
+    let url = redis.url();
+    // TTL 3 s: a heartbeat every second, a grace of 3 s. A runs two calls of 6 s (both permits),
+    // B four of 0.3 s.
+    let a = start(&flags(&url, "3000", "delay_ms=6000", "2")).await;
+    let b = start(&flags(&url, "3000", "delay_ms=300", "4")).await;
+    past_grace(&a).await;
+    let a_calls = [post(&a), post(&a)];
+    eventually("A holds both permits", || async {
+        (held(&a) == LIMIT)
+            .then_some(())
+            .ok_or(format!("A holds {}", held(&a)))
+    })
+    .await;
+    // Redis restarts right after one of A's heartbeats, so the next one — which asserts A's
+    // leases again — is a second away: B asks Redis before it.
+    let renewals = || a.state.admission.global().unwrap().totals().renewals;
+    let before = renewals();
+    eventually("a heartbeat of A", || async {
+        (renewals() > before)
+            .then_some(())
+            .ok_or(format!("{} renewals", renewals()))
+    })
+    .await;
+    redis.stop();
+    redis.run();
+    assert_eq!(redis.holders(), 0, "Redis restarted without the leases");
+    let g = eventually("B reaches Redis again", || async {
+        let g = global(&b).await;
+        g["holders"]
+            .is_u64()
+            .then_some(g.clone())
+            .ok_or(g.to_string())
+    })
+    .await;
+    // The first script to run on the empty Redis opened a grace of one TTL.
+    assert!(
+        g["grace_ms"].as_u64() > Some(0),
+        "no grace after the restart: {g}"
+    );
+    let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
+
+    // The calls running at once: each replica's global leases, read together in process (fail
+    // closed: no call runs without one). A sample above the limit is read again at once (a lease
+    // handed from A to B between the two reads would count twice); an over-admission lasts a
+    // whole call.
+    let running = || held(&a) + held(&b);
+    let (mut peak, mut redis_peak) = (0, 0);
+    while !(a_calls.iter().all(|c| c.is_finished()) && b_calls.iter().all(|c| c.is_finished())) {
+        let now = running();
+        if now > LIMIT {
+            let again = running();
+            assert!(
+                again <= LIMIT,
+                "{now}, then {again} calls running at once after Redis restarted empty"
+            );
+        }
+        peak = peak.max(now.min(LIMIT));
+        let holders = redis.holders();
+        assert!(holders <= LIMIT, "Redis holds {holders} leases");
+        redis_peak = redis_peak.max(holders);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for call in a_calls.into_iter().chain(b_calls) {
+        let (status, body) = call.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    // A's leases were asserted again (none of B's calls ran beside A's); B then ran at the limit.
+    assert_eq!(peak, LIMIT, "B ran at the limit once A's calls had ended");
+    assert_eq!(redis_peak, LIMIT);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_stopped_past_the_lease_ttl_over_admits_at_most_the_leases_it_held() {
+    let redis = Redis::start();
+    let url = redis.url();
+    // Q, in this process: calls of 3 s. P, a child process to stop: two calls of 5 s.
+    let q = start(&flags(&url, "1500", "delay_ms=3000", "4")).await;
+    past_grace(&q).await;
+    let mut p_flags = flags(&url, "1500", "delay_ms=5000", "2");
+    p_flags.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+    let p = serve_child("stopped", p_flags).await;
+    let client = reqwest::Client::new();
+    let p_calls: Vec<_> = (0..2)
+        .map(|_| {
+            let (client, url) = (client.clone(), p.url("/retrieve"));
+            tokio::spawn(async move {
+                let response = client
+                    .post(url)
+                    .json(&json!({"question": "q"}))
+                    .send()
+                    .await
+                    .unwrap();
+                response.status().as_u16()
+            })
+        })
+        .collect();
+    child_state_when(&client, &p, "P runs two calls under both permits", |s| {
+        s["active"] == 2 && s["global"]["this_replica"] == 2
+    })
+    .await;
+    // P stops with its two calls in flight: k = 2 leases, no heartbeat from now on.
+    let k = LIMIT;
+    p.pause().unwrap();
+    let q_calls: Vec<_> = (0..4).map(|_| post(&q)).collect();
+    let deadline = Instant::now() + STATE_DEADLINE;
+    while held(&q) < LIMIT {
+        assert!(
+            Instant::now() < deadline,
+            "P's leases never lapsed: Q holds {}, Redis {}",
+            held(&q),
+            redis.holders()
+        );
+        assert!(held(&q) <= LIMIT && redis.holders() <= LIMIT);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // The overshoot: P's two calls (stopped in flight, a backend still working on them) and the
+    // two Q was granted once P's leases lapsed, while Q's two others wait.
+    let mut peak = k + held(&q);
+    assert_eq!(peak, LIMIT + k);
+
+    // P resumes: its heartbeat asserts its leases again, so Redis counts LIMIT + k and grants
+    // nothing new until the calls running are back under the limit.
+    p.resume().unwrap();
+    let q_totals = || q.state.admission.global().unwrap().totals();
+    let mut redis_peak = 0;
+    while !(p_calls.iter().all(|c| c.is_finished()) && q_calls.iter().all(|c| c.is_finished())) {
+        // Q first, then P: a permit goes from P to Q only after P's count went down.
+        let granted = q_totals().granted;
+        let q_now = held(&q);
+        let p_state: Value = client
+            .get(p.url("/state"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let p_now = p_state["active"].as_u64().unwrap();
+        let holders = redis.holders();
+        let now = q_now + p_now;
+        assert!(q_now <= LIMIT, "Q alone past the limit: {q_now}");
+        assert!(
+            now <= LIMIT + k,
+            "{now} calls running at once (Q {q_now}, P {p_now})"
+        );
+        assert!(holders <= LIMIT + k, "Redis holds {holders} leases");
+        if granted > LIMIT {
+            // Q was granted again: the count had come back under the limit and stays there.
+            assert!(
+                now <= LIMIT,
+                "{now} running after Q's third grant: {p_state}"
+            );
+        }
+        peak = peak.max(now);
+        redis_peak = redis_peak.max(holders);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for call in p_calls {
+        assert_eq!(call.await.unwrap(), 200);
+    }
+    for call in q_calls {
+        let (status, body) = call.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(
+        peak,
+        LIMIT + k,
+        "the bound measured: the limit + P's leases"
+    );
+    assert_eq!(
+        redis_peak,
+        LIMIT + k,
+        "P's lapsed leases were counted again on resume"
+    );
+    child_state_when(&client, &p, "P's calls over", |s| s["active"] == 0).await;
+    assert_eq!(q_totals().granted, 4);
+    stop_child(p).await;
+    q.stop().await;
+}
