@@ -46,6 +46,10 @@ pub const PROBE_JITTER: usize = 10;
 /// Samples a probe measures (of calls admitted under its lower limit).
 pub const PROBE_SAMPLES: usize = 3 * WINDOW;
 
+/// How much faster calls must be at half the concurrency for the backend to count as deep in
+/// saturation (the limit then comes down to the probe's at once).
+const DEEP_SATURATION: f64 = 1.6;
+
 /// Weight of a new estimate against the current limit.
 const SMOOTHING: f64 = 0.5;
 
@@ -261,7 +265,8 @@ impl Gradient {
             drops,
         } = &mut self.phase
         {
-            if granted_in_use > *limit {
+            let probe_limit = *limit;
+            if granted_in_use > probe_limit {
                 // Admitted under the higher limit: it ran loaded.
                 return None;
             }
@@ -278,13 +283,15 @@ impl Gradient {
             if *samples > 0 {
                 self.baseline = Some((*sum / *samples as f64).max(1e-6));
             }
-            // Halving the concurrency made calls faster: the backend is saturated, and the
-            // limit is on its way down; probe again soon rather than in PROBE_EVERY windows.
-            let saturated = match (self.baseline, self.recent) {
-                (Some(baseline), Some(recent)) => baseline * self.config.tolerance < recent,
+            // Halving the concurrency made calls much faster: the backend is deep in
+            // saturation; come down to the probe's limit at once, and probe again soon rather
+            // than in PROBE_EVERY windows (from far too high, a halving per probe).
+            let deep = match (self.baseline, self.recent) {
+                (Some(baseline), Some(recent)) => recent > DEEP_SATURATION * baseline,
                 _ => false,
             };
-            let windows = if saturated {
+            let windows = if deep {
+                self.estimate = self.estimate.min(probe_limit as f64);
                 FIRST_PROBE_AFTER
             } else {
                 self.next_probe()
@@ -419,8 +426,13 @@ mod tests {
         for initial in [1, 64] {
             let mut g = controller(1, 64, initial);
             let limits = run(&mut g, 400, |limit, _| cpu_latency(work, 2, limit));
-            // Past the first probes, the limit stays near the capacity (2 cores): above it the
-            // calls only share the cores.
+            // From far too high, down within a few probes (each halves it at once while calls
+            // at half the concurrency are much faster); then near the capacity (2 cores): above
+            // it the calls only share the cores.
+            assert!(
+                limits[40..].iter().all(|l| *l <= 8),
+                "from {initial}: {limits:?}"
+            );
             let settled = &limits[200..];
             assert!(
                 settled.iter().all(|l| (1..=6).contains(l)),
