@@ -19,7 +19,10 @@
 //!   made calls faster — the backend is saturated;
 //! - new limit = limit × gradient + 1 (room for one more call, so the limit keeps probing
 //!   upwards while latency holds), smoothed, then kept within `[min, max]`; it starts at
-//!   `initial`;
+//!   `initial`, and until the backend first shows saturation (a probe finds calls faster at half
+//!   the concurrency) or turns work away, a window whose calls kept their latency doubles it
+//!   (smoothed: × 1.5), as a TCP slow start does — from the floor to a ceiling of 64 in about
+//!   ten windows instead of 126;
 //! - a window in which the gate never had more than half its limit in use does not raise the
 //!   limit (the load, not the backend, was the bound).
 //!
@@ -189,6 +192,9 @@ pub(super) struct Gradient {
     changes: u64,
     /// The probes' jitter (xorshift).
     rng: u64,
+    /// Doubling while calls keep their latency, until the backend first shows saturation (a
+    /// probe finds calls faster at half the concurrency) or turns work away.
+    slow_start: bool,
 }
 
 /// What the controller is doing.
@@ -223,6 +229,7 @@ impl Gradient {
             drops: 0,
             changes: 0,
             rng: seed | 1,
+            slow_start: true,
         }
     }
 
@@ -286,10 +293,14 @@ impl Gradient {
             // Halving the concurrency made calls much faster: the backend is deep in
             // saturation; come down to the probe's limit at once, and probe again soon rather
             // than in PROBE_EVERY windows (from far too high, a halving per probe).
-            let deep = match (self.baseline, self.recent) {
-                (Some(baseline), Some(recent)) => recent > DEEP_SATURATION * baseline,
-                _ => false,
+            let ratio = match (self.baseline, self.recent) {
+                (Some(baseline), Some(recent)) => recent / baseline,
+                _ => 1.0,
             };
+            if ratio > self.config.tolerance {
+                self.slow_start = false;
+            }
+            let deep = ratio > DEEP_SATURATION;
             let windows = if deep {
                 self.estimate = self.estimate.min(probe_limit as f64);
                 FIRST_PROBE_AFTER
@@ -321,13 +332,18 @@ impl Gradient {
         }
         if drops > 0 {
             // The backend refused work: back off, whatever the latency of what it took.
+            self.slow_start = false;
             self.estimate = (self.estimate * DROP_BACKOFF)
                 .clamp(self.config.min as f64, self.config.max as f64);
         } else if let Some(recent) = self.recent {
             let gradient = self.baseline.map_or(1.0, |b| {
                 (self.config.tolerance * b / recent).clamp(0.5, 1.0)
             });
-            let mut target = self.estimate * gradient + 1.0;
+            let mut target = if self.slow_start && gradient >= 1.0 {
+                self.estimate * 2.0
+            } else {
+                self.estimate * gradient + 1.0
+            };
             // The load, not the backend, bounded this window: no evidence for more.
             if 2 * peak <= before && target > self.estimate {
                 target = self.estimate;
@@ -523,7 +539,7 @@ mod tests {
 
     #[test]
     fn a_probe_counts_only_calls_admitted_under_its_limit() {
-        let mut g = controller(1, 64, 32);
+        let mut g = controller(1, 32, 32);
         // Up to the first probe, at 32: 50 ms calls.
         while matches!(g.phase, Phase::Adapting { .. }) {
             let limit = g.limit();
