@@ -9,6 +9,9 @@ use clap::builder::TypedValueParser;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use tempfile::NamedTempFile;
+
+use crate::durable;
 use crate::files::{self, Format, Input, Skipped};
 use crate::passage::{self, Cut, Fragments};
 use crate::table::{self, Columns, Row};
@@ -197,13 +200,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bar
     });
 
-    let partial = partial_path(&args.out);
-    let file = std::fs::File::create(&partial).map_err(|source| BuildError::Write {
-        path: partial.clone(),
+    // A failed build leaves no temporary behind (`NamedTempFile` removes itself when dropped,
+    // on an early return or a panic alike) and the output as it was.
+    let partial = durable::temporary_beside(&args.out).map_err(|source| BuildError::Write {
+        path: args.out.clone(),
         source,
     })?;
+    let partial_path = partial.path().to_owned();
     let mut writer = Writer {
-        out: std::io::BufWriter::new(file),
+        out: std::io::BufWriter::new(partial),
         hash: Sha256::new(),
         bytes: 0,
         ids: HashMap::new(),
@@ -236,7 +241,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
             }
         }
         writer.out.flush().map_err(|source| BuildError::Write {
-            path: partial.clone(),
+            path: partial_path.clone(),
             source,
         })
     })();
@@ -251,21 +256,20 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
                 skipped.len()
             )));
         }
+        let partial = writer.out.into_inner().map_err(|e| BuildError::Write {
+            path: partial_path.clone(),
+            source: e.into_error(),
+        })?;
         // The server's own loader, on the bytes written: what `serve --corpus` will accept.
-        let bytes = std::fs::read(&partial).map_err(|source| BuildError::Write {
-            path: partial.clone(),
+        let bytes = std::fs::read(&partial_path).map_err(|source| BuildError::Write {
+            path: partial_path.clone(),
             source,
         })?;
         turnstile_corpus::load_documents(&bytes)?;
-        std::fs::rename(&partial, &args.out).map_err(|source| BuildError::Write {
-            path: args.out.clone(),
-            source,
-        })
+        durable::persist(partial, &args.out)
+            .map_err(|(path, source)| BuildError::Write { path, source })
     });
-    if let Err(error) = finished {
-        let _ = std::fs::remove_file(&partial);
-        return Err(error);
-    }
+    finished?;
     Ok(Summary {
         out: args.out.clone(),
         read,
@@ -277,13 +281,6 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     })
 }
 
-/// `FILE.partial` beside `FILE`: written whole, then renamed over it.
-fn partial_path(out: &Path) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
-    out.with_file_name(name)
-}
-
 /// A passage before it is written.
 struct Passage {
     id: String,
@@ -293,7 +290,7 @@ struct Passage {
 }
 
 struct Writer {
-    out: std::io::BufWriter<std::fs::File>,
+    out: std::io::BufWriter<NamedTempFile>,
     hash: Sha256,
     bytes: u64,
     ids: HashMap<String, PathBuf>,

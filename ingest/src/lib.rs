@@ -13,6 +13,7 @@
 //! the plugin host.
 
 mod build;
+mod durable;
 mod files;
 mod html;
 mod markdown;
