@@ -34,9 +34,9 @@ pub(crate) fn passages_from(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let rows = match format {
-        Format::Csv => table::csv_rows(source, columns)?,
-        Format::Jsonl => table::jsonl_rows(source, columns)?,
+    let read: table::Rows = match format {
+        Format::Csv => table::csv_rows,
+        Format::Jsonl => table::jsonl_rows,
         Format::Markdown | Format::Html | Format::Text => {
             let outline = match format {
                 Format::Markdown => crate::markdown::outline(source),
@@ -59,21 +59,17 @@ pub(crate) fn passages_from(
         }
     };
     let mut empty = 0;
-    for Row {
-        number,
-        id,
-        title,
-        text,
-    } in rows
-    {
-        if text.is_empty() {
+    table::rows_then(read, source, columns, &mut |row: Row| {
+        if row.text.is_empty() {
             empty += 1;
-            continue;
+            return;
         }
-        let base = id.unwrap_or_else(|| format!("{id_path}#row-{number}"));
-        let title = passage::title(&[title.as_deref().unwrap_or(&base)]);
-        parts_of(&base, kind, &title, &text, cut, emit);
-    }
+        let base = row
+            .id
+            .unwrap_or_else(|| format!("{id_path}#row-{}", row.number));
+        let title = passage::title(&[row.title.as_deref().unwrap_or(&base)]);
+        parts_of(&base, kind, &title, &row.text, cut, emit);
+    })?;
     Ok(empty)
 }
 

@@ -82,11 +82,12 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
             outline.sections.len()
         }
         Format::Csv | Format::Jsonl => {
-            let rows = if format == Format::Csv {
-                table::csv_rows(text, &columns)
+            let read: table::Rows = if format == Format::Csv {
+                table::csv_rows
             } else {
-                table::jsonl_rows(text, &columns)
+                table::jsonl_rows
             };
+            let rows = table::all_rows(read, text, &columns);
             match rows {
                 Ok(rows) => {
                     assert!(rows.len() <= lines, "{} rows of {lines} lines", rows.len());
