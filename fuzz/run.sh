@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets, each for a set time, as hyper and wasmtime do with cargo-fuzz
 # (libFuzzer). Not in CI: fuzzing takes hours, not minutes (`cargo test` runs every kept case).
-# What each target checks is in `turnstile_server::fuzzing` and `turnstile_host::fuzzing`.
+# What each target checks is in the `fuzzing` module of the crate it fuzzes (`turnstile_server`,
+# `turnstile_host`, `turnstile_corpus`, `turnstile_ingest`).
 #
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 300 s, every target)
 #
@@ -20,7 +21,7 @@ cd "$(dirname "$0")"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(retrieve_body swap_body config_file plugin_result)
+[ ${#targets[@]} -gt 0 ] || targets=(retrieve_body swap_body config_file plugin_result corpus_file ingest_file headers)
 
 # The project's own toolchain (rust-toolchain.toml): without a sanitizer, libFuzzer's coverage
 # instrumentation needs only stable flags (-Cpasses=sancov-module, -Cllvm-args). cargo-fuzz from
@@ -40,6 +41,18 @@ max_len() {
         swap_body) echo 65536 ;;     # MAX_ADMIN_BODY_BYTES
         config_file) echo 16384 ;;
         plugin_result) echo 65536 ;;
+        corpus_file) echo 65536 ;;   # inflated as gzip, up to its 256 KiB bound
+        ingest_file) echo 262144 ;;  # a document's nesting and sections need room
+        headers) echo 8192 ;;        # hyper's default header size is larger; values are short
+    esac
+}
+
+# Longest a single input may take, in seconds, before libFuzzer calls it a hang (its default is
+# 20 minutes): a reader or the splitter must stay linear in its input.
+timeout_of() {
+    case "$1" in
+        ingest_file | corpus_file) echo 10 ;;
+        *) echo 1200 ;;  # libFuzzer's default
     esac
 }
 
@@ -49,7 +62,7 @@ for target in "${targets[@]}"; do
     echo "== $target: ${seconds} s ($(date -u +%H:%M:%S))"
     if ! cargo fuzz run "${build[@]}" "$target" \
         "corpus/$target" "seeds/$target" "regressions/$target" -- \
-        -max_total_time="$seconds" -max_len="$(max_len "$target")" \
+        -max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout="$(timeout_of "$target")" \
         -artifact_prefix="artifacts/$target/" -print_final_stats=1; then
         failed+=("$target")
     fi

@@ -9,6 +9,7 @@ mod support;
 mod adaptive;
 mod admin;
 mod api;
+mod cache;
 mod check;
 mod config;
 mod confined;

@@ -16,9 +16,9 @@ static EMBEDDED_CORPUS: &[u8] = include_bytes!(concat!(
 pub const EMBEDDED_CORPUS_NAME: &str = "embedded:python-summaries.jsonl";
 
 /// Bounds on a document, enforced at load: an oversized corpus line is refused, not truncated.
-const MAX_ID_BYTES: usize = 512;
-const MAX_TITLE_BYTES: usize = 1024;
-const MAX_TEXT_CHARS: usize = 2000;
+pub(crate) const MAX_ID_BYTES: usize = 512;
+pub(crate) const MAX_TITLE_BYTES: usize = 1024;
+pub(crate) const MAX_TEXT_CHARS: usize = 2000;
 /// Longest `kind`, in bytes.
 pub const MAX_KIND_BYTES: usize = 64;
 /// The `kind` of a document that names none.
@@ -199,6 +199,59 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    /// The bound on the JSON Lines holds for a gzip file however small it is: a "bomb" that
+    /// inflates past it is refused once the bound is passed, not decompressed whole (the 4 GiB
+    /// of `--corpus-max-mib`'s ceiling, checked here at 1 MiB: the same code).
+    #[test]
+    fn a_gzip_bomb_is_refused_at_the_bound() {
+        use std::io::Write;
+        const BOUND: u64 = 1 << 20;
+        let tmp = tempfile::tempdir().unwrap();
+        let gzip = |name: &str, bytes: u64| {
+            let path = tmp.path().join(name);
+            let mut encoder = flate2::write::GzEncoder::new(
+                std::fs::File::create(&path).unwrap(),
+                flate2::Compression::best(),
+            );
+            // One line again and again: it compresses about 500 to 1.
+            let line = br#"{"id":"a","title":"t","text":"x"}"#;
+            let mut written = 0;
+            while written < bytes {
+                let chunk = &line[..line.len().min((bytes - written) as usize)];
+                encoder.write_all(chunk).unwrap();
+                written += chunk.len() as u64;
+            }
+            encoder.finish().unwrap();
+            path
+        };
+        let bomb = gzip("bomb.jsonl.gz", 64 * BOUND);
+        assert!(std::fs::metadata(&bomb).unwrap().len() < BOUND / 4);
+        assert!(matches!(
+            read_corpus_within(Some(&bomb), BOUND),
+            Err(CorpusError::TooLarge { limit_mib: 1 })
+        ));
+        let at_bound = gzip("at-bound.jsonl.gz", BOUND);
+        assert_eq!(
+            read_corpus_within(Some(&at_bound), BOUND)
+                .unwrap()
+                .jsonl
+                .len() as u64,
+            BOUND
+        );
+        let one_more = gzip("one-more.jsonl.gz", BOUND + 1);
+        assert!(matches!(
+            read_corpus_within(Some(&one_more), BOUND),
+            Err(CorpusError::TooLarge { .. })
+        ));
+        // A plain file past the bound is refused by its size.
+        let plain = tmp.path().join("plain.jsonl");
+        std::fs::write(&plain, vec![b' '; BOUND as usize + 1]).unwrap();
+        assert!(matches!(
+            read_corpus_within(Some(&plain), BOUND),
+            Err(CorpusError::TooLarge { .. })
+        ));
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl CorpusIndex {
             path: cache_dir.to_owned(),
             source,
         })?;
-        let path = cache_dir.join(format!("corpus-{}-v{SCHEMA_VERSION}.sqlite", &sha256[..16]));
+        let path = Self::cache_path(cache_dir, &sha256);
         let reused = |path: PathBuf, sha256: String, documents: u64| Self {
             path,
             sha256,
@@ -75,6 +75,7 @@ impl CorpusIndex {
             origin: IndexOrigin::Reused,
         };
         if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
+            mark_used(&path);
             return Ok(reused(path, sha256, documents));
         }
         // Processes (or threads) starting together on one cache directory build the index once:
@@ -92,13 +93,16 @@ impl CorpusIndex {
             .map_err(io_error)?;
         lock.lock().map_err(io_error)?;
         if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
+            mark_used(&path);
             return Ok(reused(path, sha256, documents));
         }
         let docs = load_documents(&corpus.jsonl)?;
         // A uniquely named file in the same directory (so the rename is atomic), removed if the
-        // build fails; concurrent builders (threads or processes) never share one.
+        // build fails; concurrent builders (threads or processes) never share one. Its name
+        // starts with the lock's (`corpus-…-vN.`): a temporary whose lock is free is left over
+        // from a build cut short, and the cache removes it when it opens (`turnstile-host`).
         let tmp = tempfile::Builder::new()
-            .prefix(&format!("corpus-{}-v{SCHEMA_VERSION}.", &sha256[..16]))
+            .prefix(&temporary_prefix(&lock_path))
             .suffix(".tmp")
             .tempfile_in(cache_dir)
             .map_err(|source| CorpusError::IndexIo {
@@ -126,7 +130,7 @@ impl CorpusIndex {
         })?;
         // The file's checksum beside it, written last (atomically too): a file without one, or
         // whose bytes no longer hash to it, is rebuilt.
-        write_checksum(&checksum_path(&path), &file_sha256).map_err(|source| {
+        write_checksum(&checksum_path(&path), &file_sha256, &lock_path).map_err(|source| {
             CorpusError::IndexIo {
                 path: checksum_path(&path),
                 source,
@@ -139,6 +143,13 @@ impl CorpusIndex {
             documents: docs.len() as u64,
             origin: IndexOrigin::Built,
         })
+    }
+
+    /// Where the index of the corpus whose JSON Lines hash to `sha256` (lowercase hex) is kept
+    /// in `cache_dir`: what a cache about to be trimmed keeps, before the index is built.
+    pub fn cache_path(cache_dir: &Path, sha256: &str) -> PathBuf {
+        let short = sha256.get(..16).unwrap_or(sha256);
+        cache_dir.join(format!("corpus-{short}-v{SCHEMA_VERSION}.sqlite"))
     }
 
     /// The document count recorded in a cache file that is whole and of this corpus, if any:
@@ -198,6 +209,39 @@ fn checksum_path(index: &Path) -> PathBuf {
     index.with_file_name(name)
 }
 
+/// `STEM.` for the lock `STEM.lock`: the start of the name of every temporary written while it
+/// is held (`STEM.XXXXXX.tmp`).
+fn temporary_prefix(lock: &Path) -> String {
+    let stem = lock.file_stem().unwrap_or_default().to_string_lossy();
+    format!("{stem}.")
+}
+
+/// Records that the index at `path` was used now (the modification time of the checksum
+/// beside it): the cache, when it must shrink, removes the entries least recently used first.
+/// Best effort: an index whose time cannot be set is only older than it should be.
+fn mark_used(path: &Path) {
+    let marked = std::fs::File::open(checksum_path(path))
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    if let Err(e) = marked {
+        tracing::debug!(path = %path.display(), error = %e, "cannot mark the corpus index used");
+    }
+}
+
+/// A shared lock on the checksum beside the index at `path`, held while a pool reads the index
+/// (a pool may open connections to it at any time): whoever trims the cache takes an exclusive
+/// lock on an index's checksum, without waiting, before it removes the index, and passes over
+/// an index it cannot lock. `None` for an index without a checksum file (not in a cache).
+pub(crate) fn hold_in_use(path: &Path) -> Option<std::fs::File> {
+    let file = std::fs::File::open(checksum_path(path)).ok()?;
+    match file.lock_shared() {
+        Ok(()) => Some(file),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot mark the corpus index in use; trimming the cache may remove it");
+            None
+        }
+    }
+}
+
 /// The sha256 (hex) of a whole file, read in blocks.
 fn file_checksum(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
@@ -206,10 +250,14 @@ fn file_checksum(path: &Path) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Writes `sha256` to `path` through a temporary file renamed into place.
-fn write_checksum(path: &Path, sha256: &str) -> std::io::Result<()> {
+/// Writes `sha256` to `path` through a temporary file renamed into place, named as the one
+/// `lock` guards.
+fn write_checksum(path: &Path, sha256: &str, lock: &Path) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().suffix(".tmp").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temporary_prefix(lock))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
     std::io::Write::write_all(&mut tmp, sha256.as_bytes())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -5,6 +5,9 @@ mod clusters;
 mod disjunction;
 mod document;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 mod limits;
 mod pool;

@@ -39,6 +39,9 @@ impl CorpusPool {
             path: index.path.clone(),
             source,
         };
+        // In use before the first connection opens: from now on the cache's trimming leaves
+        // the index alone.
+        let in_use = super::index::hold_in_use(&index.path);
         let first = Reader::open(&index.path).map_err(index_error)?;
         let model = vectors::model()?;
         let vectors = DocVectors::load(&first.conn, model.dims()).map_err(index_error)?;
@@ -76,6 +79,7 @@ impl CorpusPool {
             ids,
             terms,
             tokenizer,
+            _in_use: in_use,
         };
         Ok(Self::over(
             index.path.clone(),

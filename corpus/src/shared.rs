@@ -38,6 +38,9 @@ pub(crate) struct LoadedCorpus {
     pub(crate) ids: HashSet<Box<str>>,
     pub(crate) terms: TermIndex,
     pub(crate) tokenizer: Tokenizer,
+    /// A shared lock on the index's checksum file while the corpus is loaded: the index is in
+    /// use, and the cache's trimming passes over it.
+    pub(crate) _in_use: Option<std::fs::File>,
 }
 
 /// How many calls of one kind the term index answered, and how many went to FTS5.

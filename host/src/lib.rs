@@ -20,6 +20,7 @@
 mod bindings;
 mod bounded;
 pub mod cache;
+pub mod cache_trim;
 pub mod capabilities;
 pub mod conformance;
 pub mod contract;

@@ -74,7 +74,10 @@ impl PluginRuntime {
         }
         drop(artifact);
         match self.map_own(path) {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                mark_used(path);
+                Some(component)
+            }
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "precompiled plugin rejected; recompiling");
                 None
@@ -99,6 +102,16 @@ impl PluginRuntime {
         // file this host wrote into its private cache directory, checked against the digest it
         // recorded beside it; wasmtime itself also checks the engine settings it was built with.
         unsafe { Component::deserialize(self.engine(), artifact) }
+    }
+}
+
+/// Records that the artifact at `path` was used now (the modification time of its digest): a
+/// bounded cache removes the entries least recently used first. Best effort.
+fn mark_used(path: &Path) {
+    let marked = std::fs::File::open(path.with_extension("cwasm.sha256"))
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    if let Err(e) = marked {
+        tracing::debug!(path = %path.display(), error = %e, "cannot mark the precompiled plugin used");
     }
 }
 
@@ -132,7 +145,13 @@ fn store_artifact(dir: &Path, path: &Path, artifact: &[u8]) -> std::io::Result<(
             .mode(0o700)
             .create(dir)?;
     }
-    let mut tmp = tempfile::Builder::new().suffix(".tmp").tempfile_in(dir)?;
+    // Named `ARTIFACT.XXXXXX.tmp` while `ARTIFACT.lock` is held: one left by a compile cut
+    // short is removed when the cache next opens (`crate::cache_trim`).
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!("{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
     std::io::Write::write_all(&mut tmp, artifact)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -9,9 +9,15 @@ use clap::builder::TypedValueParser;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::files::{self, Format, Input, Skipped};
-use crate::passage::{self, Cut, Fragments};
-use crate::table::{self, Columns, Row};
+use tempfile::NamedTempFile;
+
+use turnstile_corpus::MAX_CORPUS_BYTES;
+
+use crate::durable;
+use crate::emit::{Passage, passages_from};
+use crate::files::{self, Input, Skipped};
+use crate::passage::{self, Cut};
+use crate::table::Columns;
 
 /// Longest id, in bytes (the corpus's bound); a passage whose id would be longer is skipped.
 const MAX_ID_BYTES: usize = 512;
@@ -97,6 +103,12 @@ pub enum BuildError {
         /// Why.
         source: std::io::Error,
     },
+    /// The corpus would pass what `serve --corpus` loads.
+    #[error(
+        "the corpus would pass {} GiB of JSON Lines, the most `serve --corpus` loads",
+        MAX_CORPUS_BYTES >> 30
+    )]
+    TooLarge,
     /// The corpus's loader refused what was built (a bug of the builder).
     #[error("the built corpus does not load: {0}")]
     Invalid(#[from] turnstile_corpus::CorpusError),
@@ -197,13 +209,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bar
     });
 
-    let partial = partial_path(&args.out);
-    let file = std::fs::File::create(&partial).map_err(|source| BuildError::Write {
-        path: partial.clone(),
+    // A failed build leaves no temporary behind (`NamedTempFile` removes itself when dropped,
+    // on an early return or a panic alike) and the output as it was.
+    let partial = durable::temporary_beside(&args.out).map_err(|source| BuildError::Write {
+        path: args.out.clone(),
         source,
     })?;
+    let partial_path = partial.path().to_owned();
     let mut writer = Writer {
-        out: std::io::BufWriter::new(file),
+        out: std::io::BufWriter::new(partial),
         hash: Sha256::new(),
         bytes: 0,
         ids: HashMap::new(),
@@ -212,22 +226,30 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     let mut read = BTreeMap::new();
     let mut empty_rows = 0;
     let result = (|| {
-        for input in &inputs {
-            match passages_of(input, cut, &columns) {
+        for (at, input) in inputs.iter().enumerate() {
+            // Each passage written as it is cut; the first write that fails stops the build.
+            let mut failed = None;
+            let outcome = passages_of(input, cut, &columns, &mut |p| {
+                if failed.is_some() {
+                    return;
+                }
+                if p.id.len() > MAX_ID_BYTES {
+                    skipped.push(files::skip(
+                        &input.path,
+                        format!("a passage's id is over {MAX_ID_BYTES} bytes"),
+                    ));
+                } else if let Err(e) = writer.write(&p, at, &inputs) {
+                    failed = Some(e);
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            match outcome {
                 Err(why) => skipped.push(files::skip(&input.path, why)),
-                Ok((passages, empty)) => {
+                Ok(empty) => {
                     *read.entry(input.format.kind()).or_insert(0) += 1;
                     empty_rows += empty;
-                    for p in passages {
-                        if p.id.len() > MAX_ID_BYTES {
-                            skipped.push(files::skip(
-                                &input.path,
-                                format!("a passage's id is over {MAX_ID_BYTES} bytes"),
-                            ));
-                            continue;
-                        }
-                        writer.write(&p, input)?;
-                    }
                 }
             }
             if let Some(bar) = &bar {
@@ -236,7 +258,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
             }
         }
         writer.out.flush().map_err(|source| BuildError::Write {
-            path: partial.clone(),
+            path: partial_path.clone(),
             source,
         })
     })();
@@ -251,21 +273,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
                 skipped.len()
             )));
         }
-        // The server's own loader, on the bytes written: what `serve --corpus` will accept.
-        let bytes = std::fs::read(&partial).map_err(|source| BuildError::Write {
-            path: partial.clone(),
-            source,
+        let partial = writer.out.into_inner().map_err(|e| BuildError::Write {
+            path: partial_path.clone(),
+            source: e.into_error(),
         })?;
-        turnstile_corpus::load_documents(&bytes)?;
-        std::fs::rename(&partial, &args.out).map_err(|source| BuildError::Write {
-            path: args.out.clone(),
-            source,
-        })
+        loads(&partial_path)?;
+        durable::persist(partial, &args.out)
+            .map_err(|(path, source)| BuildError::Write { path, source })
     });
-    if let Err(error) = finished {
-        let _ = std::fs::remove_file(&partial);
-        return Err(error);
-    }
+    finished?;
     Ok(Summary {
         out: args.out.clone(),
         read,
@@ -277,39 +293,33 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     })
 }
 
-/// `FILE.partial` beside `FILE`: written whole, then renamed over it.
-fn partial_path(out: &Path) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
-    out.with_file_name(name)
-}
-
-/// A passage before it is written.
-struct Passage {
-    id: String,
-    kind: &'static str,
-    title: String,
-    text: String,
-}
-
 struct Writer {
-    out: std::io::BufWriter<std::fs::File>,
+    out: std::io::BufWriter<NamedTempFile>,
     hash: Sha256,
     bytes: u64,
-    ids: HashMap<String, PathBuf>,
+    /// Every id written (by the first 16 bytes of its sha256: a passage costs 20 bytes here,
+    /// whatever its id), and the input it came from.
+    ids: HashMap<[u8; 16], u32>,
     passages: usize,
 }
 
 impl Writer {
-    fn write(&mut self, p: &Passage, input: &Input) -> Result<(), BuildError> {
-        if let Some(first) = self.ids.get(&p.id) {
+    /// Writes `p`, a passage of `inputs[at]`.
+    fn write(&mut self, p: &Passage, at: usize, inputs: &[Input]) -> Result<(), BuildError> {
+        let input = &inputs[at];
+        let digest = Sha256::digest(p.id.as_bytes());
+        let mut key = [0; 16];
+        key.copy_from_slice(&digest[..16]);
+        let index = u32::try_from(at).unwrap_or(u32::MAX);
+        if let Some(first) = self.ids.insert(key, index) {
             return Err(BuildError::DuplicateId {
                 id: p.id.clone(),
-                first: first.clone(),
+                first: inputs
+                    .get(first as usize)
+                    .map_or_else(|| input.path.clone(), |i| i.path.clone()),
                 second: input.path.clone(),
             });
         }
-        self.ids.insert(p.id.clone(), input.path.clone());
         let mut line = serde_json::to_vec(&Line {
             id: &p.id,
             kind: p.kind,
@@ -318,6 +328,9 @@ impl Writer {
         })
         .map_err(|e| BuildError::Settings(e.to_string()))?;
         line.push(b'\n');
+        if self.bytes + line.len() as u64 > MAX_CORPUS_BYTES {
+            return Err(BuildError::TooLarge);
+        }
         self.out
             .write_all(&line)
             .map_err(|source| BuildError::Write {
@@ -331,77 +344,54 @@ impl Writer {
     }
 }
 
-/// A file's passages, and how many of its rows had no text; `Err` says why it is skipped.
+/// Lines of the written corpus checked at a time, at least (whole lines).
+const CHECKED_BYTES: usize = 64 << 20;
+
+/// The server's own loader, on the bytes written: what `serve --corpus` will accept. Read in
+/// pieces of whole lines, so the check holds a piece, not the corpus (the writer has made sure
+/// that no id comes twice across pieces); a refusal names the line of the whole file.
+fn loads(path: &Path) -> Result<(), BuildError> {
+    use std::io::BufRead;
+    let error = |source| BuildError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(error)?);
+    let mut piece = Vec::new();
+    let mut lines_before = 0;
+    loop {
+        piece.clear();
+        let mut lines = 0;
+        while piece.len() < CHECKED_BYTES {
+            if file.read_until(b'\n', &mut piece).map_err(error)? == 0 {
+                break;
+            }
+            lines += 1;
+        }
+        if piece.is_empty() {
+            return Ok(());
+        }
+        turnstile_corpus::load_documents(&piece).map_err(|e| match e {
+            turnstile_corpus::CorpusError::BadDocument { line, reason } => {
+                turnstile_corpus::CorpusError::BadDocument {
+                    line: line + lines_before,
+                    reason,
+                }
+            }
+            other => other,
+        })?;
+        lines_before += lines;
+    }
+}
+
+/// A file's passages, each handed to `emit`, and how many of its rows had no text; `Err` says
+/// why it is skipped (before any passage is handed on).
 fn passages_of(
     input: &Input,
     cut: Cut,
     columns: &Columns,
-) -> Result<(Vec<Passage>, usize), String> {
+    emit: &mut dyn FnMut(Passage),
+) -> Result<usize, String> {
     let source = files::read(&input.path)?;
-    let kind = input.format.kind();
-    let stem = Path::new(&input.id_path)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let rows = match input.format {
-        Format::Csv => table::csv_rows(&source, columns)?,
-        Format::Jsonl => table::jsonl_rows(&source, columns)?,
-        Format::Markdown | Format::Html | Format::Text => {
-            let outline = match input.format {
-                Format::Markdown => crate::markdown::outline(&source),
-                Format::Html => crate::html::outline(&source),
-                _ => crate::text::outline(&source),
-            };
-            let document = outline.title.unwrap_or(stem);
-            let mut fragments = Fragments::default();
-            let mut out = Vec::new();
-            for section in outline.sections {
-                let base = match section.headings.last() {
-                    None => input.id_path.clone(),
-                    Some(h) => format!("{}#{}", input.id_path, fragments.next(h)),
-                };
-                let mut parts = vec![document.as_str()];
-                parts.extend(section.headings.iter().map(String::as_str));
-                let title = passage::title(&parts);
-                out.extend(parts_of(&base, kind, &title, &section.text, cut));
-            }
-            return Ok((out, 0));
-        }
-    };
-    let mut out = Vec::new();
-    let mut empty = 0;
-    for Row {
-        number,
-        id,
-        title,
-        text,
-    } in rows
-    {
-        if text.is_empty() {
-            empty += 1;
-            continue;
-        }
-        let base = id.unwrap_or_else(|| format!("{}#row-{number}", input.id_path));
-        let title = passage::title(&[title.as_deref().unwrap_or(&base)]);
-        out.extend(parts_of(&base, kind, &title, &text, cut));
-    }
-    Ok((out, empty))
-}
-
-/// The passages of one section or row: `base`, then `base/2`, `base/3`…
-fn parts_of(base: &str, kind: &'static str, title: &str, text: &str, cut: Cut) -> Vec<Passage> {
-    passage::split(text, cut)
-        .into_iter()
-        .enumerate()
-        .map(|(i, text)| Passage {
-            id: if i == 0 {
-                base.to_owned()
-            } else {
-                format!("{base}/{}", i + 1)
-            },
-            kind,
-            title: title.to_owned(),
-            text,
-        })
-        .collect()
+    passages_from(&source, input.format, &input.id_path, cut, columns, emit)
 }

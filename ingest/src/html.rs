@@ -1,10 +1,12 @@
 //! HTML (as a browser parses it: html5ever, through scraper) into an outline: `<h1>`–`<h6>`
 //! make the sections, `<title>` names the document, block elements end blocks, `<pre>` keeps
-//! its lines; scripts, styles, templates, SVG and the head's other elements are dropped.
+//! its lines; scripts, styles, templates, SVG and the head's other elements are dropped. A
+//! document nested deeper than browsers nest ([`MAX_DEPTH`]) is refused ([`crate::html_depth`]).
 
 use ego_tree::NodeRef;
 use scraper::{Html, Node};
 
+use crate::html_depth::{MAX_DEPTH, parse_within_depth};
 use crate::outline::{Outline, OutlineBuilder, collapse};
 
 /// Elements whose content is never text of the document.
@@ -41,13 +43,14 @@ const BLOCKS: [&str; 25] = [
     "hr",
 ];
 
-/// Deepest element nesting read: a document nested deeper is read to this depth (its deeper
-/// text dropped), so that a hostile file cannot exhaust the stack.
-const MAX_DEPTH: usize = 256;
+/// The outline of an HTML document; `Err` (why) for one nested deeper than [`MAX_DEPTH`].
+pub(crate) fn outline(source: &str) -> Result<Outline, String> {
+    let document = parse_within_depth(source)
+        .ok_or_else(|| format!("elements nested over {MAX_DEPTH} deep"))?;
+    Ok(outline_of(&document))
+}
 
-/// The outline of an HTML document.
-pub(crate) fn outline(source: &str) -> Outline {
-    let document = Html::parse_document(source);
+fn outline_of(document: &Html) -> Outline {
     let mut b = OutlineBuilder::default();
     if let Some(title) = document
         .root_element()
@@ -60,6 +63,7 @@ pub(crate) fn outline(source: &str) -> Outline {
     b.finish()
 }
 
+/// Recursive, so bounded by [`MAX_DEPTH`] (which the parse guarantees: this is a second guard).
 fn walk(node: NodeRef<'_, Node>, b: &mut OutlineBuilder, pre: bool, depth: usize) {
     if depth > MAX_DEPTH {
         return;
@@ -146,14 +150,15 @@ mod tests {
              <h3>Cancel <em>your</em> plan</h3><p>Go to<br>Settings.</p>\
              <pre>line one\n  line two</pre>\
              <table><tr><td>a</td><td>b</td></tr></table></body></html>",
-        );
+        )
+        .unwrap();
         assert_eq!(outline.title.as_deref(), Some("Help & support"));
-        let texts: Vec<(&[String], &str)> = outline
+        let texts: Vec<(Vec<&str>, &str)> = outline
             .sections
             .iter()
-            .map(|s| (s.headings.as_slice(), s.text.as_str()))
+            .map(|s| (s.headings.iter().map(|h| &**h).collect(), s.text.as_str()))
             .collect();
-        assert_eq!(texts[0], (&[][..], "Home"));
+        assert_eq!(texts[0], (vec![], "Home"));
         assert_eq!(texts[1].1, "Welcome to our help.");
         assert_eq!(texts[2].0, ["Help", "Billing"]);
         assert_eq!(texts[2].1, "Pay monthly.\n\nCards\n\nInvoices");
@@ -164,16 +169,33 @@ mod tests {
         );
     }
 
+    /// Nested within the bound, a document is read whole; nested past it (5,000 `<span>`s, or
+    /// a `<div>` opened on every line and never closed), it is refused, not parsed on at a cost
+    /// that grows with the square of its depth.
     #[test]
-    fn a_deeply_nested_document_is_read_to_its_depth_bound() {
-        let source = format!(
-            "{}shallow{}deep{}",
+    fn a_document_nested_past_the_bound_is_refused() {
+        let within = format!(
+            "{}shallow {}deep{}",
             "<div>".repeat(200),
-            "<span>".repeat(5_000),
-            "</span>".repeat(5_000) + &"</div>".repeat(200)
+            "<span>".repeat(250),
+            "</span>".repeat(250) + &"</div>".repeat(200)
         );
-        let outline = outline(&source);
-        assert_eq!(outline.sections.len(), 1);
-        assert_eq!(outline.sections[0].text, "shallow");
+        let read = outline(&within).unwrap();
+        assert_eq!(read.sections.len(), 1);
+        assert_eq!(read.sections[0].text, "shallow deep");
+        for past in [
+            format!(
+                "{}shallow{}deep{}",
+                "<div>".repeat(200),
+                "<span>".repeat(5_000),
+                "</span>".repeat(5_000) + &"</div>".repeat(200)
+            ),
+            "<div>item\n".repeat(600),
+        ] {
+            assert_eq!(
+                outline(&past).unwrap_err(),
+                format!("elements nested over {MAX_DEPTH} deep")
+            );
+        }
     }
 }

@@ -13,11 +13,19 @@
 //! the plugin host.
 
 mod build;
+mod durable;
+mod emit;
 mod files;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod html;
+mod html_depth;
 mod markdown;
 mod outline;
 mod passage;
+#[cfg(test)]
+mod pathological;
 mod table;
 mod text;
 

@@ -86,10 +86,10 @@ mod tests {
              | a | b |\n|---|---|\n| 1 | 2 |\n",
         );
         assert_eq!(outline.title.as_deref(), Some("Help center"));
-        let texts: Vec<(&[String], &str)> = outline
+        let texts: Vec<(Vec<&str>, &str)> = outline
             .sections
             .iter()
-            .map(|s| (s.headings.as_slice(), s.text.as_str()))
+            .map(|s| (s.headings.iter().map(|h| &**h).collect(), s.text.as_str()))
             .collect();
         assert_eq!(texts[0].1, "Welcome to the help.");
         assert_eq!(texts[1].0, ["Help center", "Billing"]);

@@ -1,11 +1,15 @@
 //! A document as sections under their heading path, with its text gathered without markup:
 //! what the Markdown, HTML and text readers produce and what passages are cut from.
 
+use std::rc::Rc;
+
 /// One section: the headings above it (outermost first) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Section {
-    /// The heading path, outermost first; empty for text before the first heading.
-    pub headings: Vec<String>,
+    /// The heading path, outermost first; empty for text before the first heading. Shared
+    /// with the other sections under the same headings (a long heading over a million small
+    /// sections is held once).
+    pub headings: Vec<Rc<str>>,
     /// Its text: words joined by single spaces, blocks separated by a blank line.
     pub text: String,
 }
@@ -23,7 +27,7 @@ pub(crate) struct Outline {
 #[derive(Debug, Default)]
 pub(crate) struct OutlineBuilder {
     outline: Outline,
-    path: Vec<(u8, String)>,
+    path: Vec<(u8, Rc<str>)>,
     text: TextBuf,
 }
 
@@ -62,7 +66,7 @@ impl OutlineBuilder {
         while self.path.last().is_some_and(|(l, _)| *l >= level) {
             self.path.pop();
         }
-        self.path.push((level, text));
+        self.path.push((level, text.into()));
     }
 
     /// Sets the document's title (HTML's `<title>`), which wins over a level-1 heading.
@@ -83,7 +87,7 @@ impl OutlineBuilder {
         let text = self.text.take();
         if !text.is_empty() {
             self.outline.sections.push(Section {
-                headings: self.path.iter().map(|(_, h)| h.clone()).collect(),
+                headings: self.path.iter().map(|(_, h)| Rc::clone(h)).collect(),
                 text,
             });
         }
@@ -186,12 +190,7 @@ mod tests {
         let got: Vec<(Vec<&str>, &str)> = outline
             .sections
             .iter()
-            .map(|s| {
-                (
-                    s.headings.iter().map(String::as_str).collect(),
-                    s.text.as_str(),
-                )
-            })
+            .map(|s| (s.headings.iter().map(|h| &**h).collect(), s.text.as_str()))
             .collect();
         assert_eq!(
             got,

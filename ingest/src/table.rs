@@ -24,8 +24,13 @@ pub(crate) struct Row {
     pub text: String,
 }
 
-/// The rows of a CSV file; an error names the row and what is wrong.
-pub(crate) fn csv_rows(source: &str, columns: &Columns) -> Result<Vec<Row>, String> {
+/// The rows of a CSV file, each handed to `row` in order; an error names the row and what is
+/// wrong (rows before it were handed on: see [`rows_then`]).
+pub(crate) fn csv_rows(
+    source: &str,
+    columns: &Columns,
+    row: &mut dyn FnMut(Row),
+) -> Result<(), String> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(false)
         .from_reader(source.as_bytes());
@@ -36,28 +41,36 @@ pub(crate) fn csv_rows(source: &str, columns: &Columns) -> Result<Vec<Row>, Stri
     let find = |name: &str| headers.iter().position(|h| h.trim() == name);
     let text = find(&columns.text).ok_or_else(|| format!("no `{}` column", columns.text))?;
     let (id, title) = (find(&columns.id), find(&columns.title));
-    let mut rows = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| format!("row {}: {e}", i + 1))?;
+    let mut record = csv::StringRecord::new();
+    for i in 0.. {
+        match reader.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(format!("row {}: {e}", i + 1)),
+        }
         let field = |at: Option<usize>| {
             at.and_then(|at| record.get(at))
                 .map(str::trim)
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)
         };
-        rows.push(Row {
+        row(Row {
             number: i + 1,
             id: field(id),
             title: field(title),
             text: field(Some(text)).unwrap_or_default(),
         });
     }
-    Ok(rows)
+    Ok(())
 }
 
-/// The rows of a JSON Lines file (blank lines skipped); an error names the line.
-pub(crate) fn jsonl_rows(source: &str, columns: &Columns) -> Result<Vec<Row>, String> {
-    let mut rows = Vec::new();
+/// The rows of a JSON Lines file (blank lines skipped), each handed to `row` in order; an error
+/// names the line (rows before it were handed on: see [`rows_then`]).
+pub(crate) fn jsonl_rows(
+    source: &str,
+    columns: &Columns,
+    row: &mut dyn FnMut(Row),
+) -> Result<(), String> {
     for (i, line) in source.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -75,7 +88,7 @@ pub(crate) fn jsonl_rows(source: &str, columns: &Columns) -> Result<Vec<Row>, St
                 Some(_) => Err(at(format!("`{name}` must be a string"))),
             }
         };
-        rows.push(Row {
+        row(Row {
             number: i + 1,
             id: field(&columns.id)?,
             title: field(&columns.title)?,
@@ -83,6 +96,30 @@ pub(crate) fn jsonl_rows(source: &str, columns: &Columns) -> Result<Vec<Row>, St
                 .ok_or_else(|| at(format!("no `{}` field", columns.text)))?,
         });
     }
+    Ok(())
+}
+
+/// A reader of rows ([`csv_rows`], [`jsonl_rows`]).
+pub(crate) type Rows = fn(&str, &Columns, &mut dyn FnMut(Row)) -> Result<(), String>;
+
+/// The rows `read` finds in `source`, each handed to `row` only once the whole file is known
+/// to read: it is read twice (the first time only checked), never held whole — a file of
+/// millions of short rows would take many times its size as rows.
+pub(crate) fn rows_then(
+    read: Rows,
+    source: &str,
+    columns: &Columns,
+    row: &mut dyn FnMut(Row),
+) -> Result<(), String> {
+    read(source, columns, &mut |_| {})?;
+    read(source, columns, row)
+}
+
+/// Every row `read` finds in `source` (for tests and the fuzz target's checks).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn all_rows(read: Rows, source: &str, columns: &Columns) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    read(source, columns, &mut |r| rows.push(r))?;
     Ok(rows)
 }
 
@@ -100,7 +137,8 @@ mod tests {
 
     #[test]
     fn csv_rows_come_from_named_columns() {
-        let rows = csv_rows(
+        let rows = all_rows(
+            csv_rows,
             "title,body,id\nCancel,\"Stop paying, any time.\",cancel\n,Just text,\n",
             &columns(),
         )
@@ -112,11 +150,11 @@ mod tests {
             (None, None)
         );
         assert_eq!(
-            csv_rows("title,text\na,b\n", &columns()).unwrap_err(),
+            all_rows(csv_rows, "title,text\na,b\n", &columns()).unwrap_err(),
             "no `body` column"
         );
         assert!(
-            csv_rows("body\na,b\n", &columns())
+            all_rows(csv_rows, "body\na,b\n", &columns())
                 .unwrap_err()
                 .starts_with("row 1")
         );
@@ -124,7 +162,8 @@ mod tests {
 
     #[test]
     fn jsonl_rows_come_from_named_fields() {
-        let rows = jsonl_rows(
+        let rows = all_rows(
+            jsonl_rows,
             "{\"id\": 7, \"body\": \"Text\"}\n\n{\"body\": \"More\"}\n",
             &columns(),
         )
@@ -132,11 +171,11 @@ mod tests {
         assert_eq!(rows[0].id.as_deref(), Some("7"));
         assert_eq!(rows[1].number, 3);
         assert_eq!(
-            jsonl_rows("{\"id\": 1}\n", &columns()).unwrap_err(),
+            all_rows(jsonl_rows, "{\"id\": 1}\n", &columns()).unwrap_err(),
             "line 1: no `body` field"
         );
         assert!(
-            jsonl_rows("[1]\n", &columns())
+            all_rows(jsonl_rows, "[1]\n", &columns())
                 .unwrap_err()
                 .contains("not a JSON object")
         );

@@ -113,6 +113,160 @@ pub fn config_file(data: &[u8]) {
     }
 }
 
+/// The request headers read before anything else, on the same bytes: `Authorization` on the
+/// admin routes (`AdminPolicy::allows`), `Host` on every route, and the flow header's value on
+/// `/retrieve`.
+///
+/// The bytes: a first line, the operator's `--admin-token` (none when empty) and
+/// `--allowed-host`, then the header's value, as a client may send it (bytes a header value cannot hold never reach the server:
+/// hyper refuses the request).
+///
+/// - `Authorization`: with a token, a request passes exactly when it carries `Bearer TOKEN` or
+///   HTTP Basic whose password is the token (any user name without `:`), from any address;
+///   without one, exactly when it comes from loopback, whatever it carries. The two forms built
+///   from the token always pass.
+/// - The flow header's value names a flow only when it is 1 to 64 bytes of
+///   `A-Z a-z 0-9 . _ : -` (`turnstile_gate::valid_flow_name`, what `flow_of` in `http::flow`
+///   applies to the header's one value; `flow_of` itself is private to `http`): safe to log and
+///   to use as a metric label as it is.
+/// - `Host` (`AllowedHosts::allows`): on a loopback listener, a well-formed host (a name or an
+///   address, IPv6 in brackets, perhaps with a port) is allowed only when it is `localhost` or a
+///   loopback address — what a page rebound to 127.0.0.1 sends is its own name, refused; with
+///   `--allowed-host` (the first line, read by `parse_allowed_host`), only that name, with or
+///   without a port; a value `parse_allowed_host` refuses is refused with a bounded message.
+/// - The flow header: `flow_of` (`http::flow`) is private to `http`; what it applies to the
+///   header's one value, `turnstile_gate::valid_flow_name`, is checked here.
+///
+/// # Panics
+/// When a header is misread.
+pub fn headers(data: &[u8]) {
+    use axum::http::HeaderValue;
+    let (token, value) = match data.iter().position(|b| *b == b'\n') {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (&data[..0], data),
+    };
+    let token = String::from_utf8_lossy(token).into_owned();
+    let token = (!token.is_empty()).then_some(token);
+    let Ok(value) = HeaderValue::from_bytes(value) else {
+        return;
+    };
+    let given = value.to_str().ok();
+    let loopback: std::net::IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
+    let remote: std::net::IpAddr = std::net::Ipv4Addr::new(192, 0, 2, 7).into();
+    let policy = crate::http::AdminPolicy {
+        token: token.clone(),
+        protect_state: false,
+    };
+    match &token {
+        None => {
+            assert!(policy.allows(loopback, given) && !policy.allows(remote, given));
+        }
+        Some(token) => {
+            let expected = given.is_some_and(|v| carries_token(v, token));
+            assert_eq!(policy.allows(remote, given), expected, "{given:?}");
+            assert_eq!(policy.allows(loopback, given), expected, "{given:?}");
+            use base64::Engine;
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!("fuzz:{token}"));
+            for form in [format!("Bearer {token}"), format!("Basic {basic}")] {
+                if HeaderValue::from_str(&form).is_ok() {
+                    assert!(policy.allows(remote, Some(&form)), "{form:?} refused");
+                }
+            }
+        }
+    }
+    host_header(token.as_deref(), given);
+    if let Some(name) = given
+        && turnstile_gate::valid_flow_name(name)
+    {
+        assert!((1..=turnstile_gate::MAX_FLOW_NAME_BYTES).contains(&name.len()));
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)),
+            "{name:?}"
+        );
+    }
+}
+
+/// The `Host` checks: the default on loopback, and `--allowed-host FLAG`.
+fn host_header(flag: Option<&str>, given: Option<&str>) {
+    use crate::http::{AllowedHosts, parse_allowed_host};
+    let loopback = AllowedHosts::from_flags(&[], true);
+    if loopback.allows(given)
+        && let Some(name) = given.and_then(well_formed_host)
+    {
+        let loopback_name = name.eq_ignore_ascii_case("localhost")
+            || name
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        assert!(loopback_name, "{given:?} allowed on loopback");
+    }
+    let Some(flag) = flag else { return };
+    match parse_allowed_host(flag) {
+        Ok(name) if name == "*" => {
+            assert!(AllowedHosts::from_flags(&[name], true).allows(given));
+        }
+        Ok(name) => {
+            assert!(
+                !name.is_empty() && !name.contains(['[', ']', '/', ' ']),
+                "{name:?}"
+            );
+            let hosts = AllowedHosts::from_flags(std::slice::from_ref(&name), true);
+            let host = if name.contains(':') {
+                format!("[{name}]")
+            } else {
+                name.clone()
+            };
+            assert!(hosts.allows(Some(&host)), "{host:?} refused");
+            assert!(
+                hosts.allows(Some(&format!("{host}:8080"))),
+                "{host:?}:8080 refused"
+            );
+            if hosts.allows(given)
+                && let Some(other) = given.and_then(well_formed_host)
+            {
+                assert!(
+                    other.eq_ignore_ascii_case(&name),
+                    "{given:?} allowed as {name:?}"
+                );
+            }
+        }
+        Err(message) => assert!(message.len() <= 512, "a message of {} bytes", message.len()),
+    }
+}
+
+/// The host a well-formed `Host` value names, without its port: `NAME[:PORT]` (a name without
+/// `:`), or `[IPV6][:PORT]`; `None` for anything else.
+fn well_formed_host(value: &str) -> Option<&str> {
+    let port_ok = |port: &str| port.is_empty() || port.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = value.strip_prefix('[') {
+        let (address, after) = rest.split_once(']')?;
+        let port = match after {
+            "" => "",
+            _ => after.strip_prefix(':')?,
+        };
+        return (port_ok(port) && address.parse::<std::net::Ipv6Addr>().is_ok()).then_some(address);
+    }
+    let (name, port) = value.split_once(':').unwrap_or((value, ""));
+    (!name.is_empty() && !port.contains(':') && port_ok(port)).then_some(name)
+}
+
+/// Whether an `Authorization` value carries `token`, as the contract says it: `Bearer TOKEN`
+/// exactly, or `Basic` and the base64 of `USER:TOKEN` (spaces around it allowed).
+fn carries_token(value: &str, token: &str) -> bool {
+    use base64::Engine;
+    if value.strip_prefix("Bearer ") == Some(token) {
+        return true;
+    }
+    let Some(encoded) = value.strip_prefix("Basic ") else {
+        return false;
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()
+        .and_then(|d| String::from_utf8(d).ok())
+        .is_some_and(|pair| pair.split_once(':').is_some_and(|(_, p)| p == token))
+}
+
 fn refused_as_invalid(error: &ApiError) {
     let ApiError::Invalid { code, detail, .. } = error else {
         panic!("refused as {error}, not as an invalid request");
@@ -173,5 +327,10 @@ mod tests {
     #[test]
     fn config_file_cases() {
         run("config_file", config_file);
+    }
+
+    #[test]
+    fn headers_cases() {
+        run("headers", headers);
     }
 }

@@ -112,6 +112,10 @@ pub struct ServeArgs {
     #[arg(long = "no-precompiled-cache")]
     pub no_precompiled_cache: bool,
 
+    /// The cache's bound (`--cache-max-mib`).
+    #[command(flatten)]
+    pub cache: super::cache_args::CacheArgs,
+
     /// Requests whose plugin call may run at once (1..=1024), or `auto`: a limit that follows
     /// the calls' latency, between --max-active-min and --max-active-max.
     #[arg(long = "max-active", default_value_t = MaxActive::Fixed(4), value_parser = parse_max_active)]

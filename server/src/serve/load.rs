@@ -17,6 +17,7 @@ use turnstile_host::{
 };
 
 use super::args::ServeArgs;
+use super::cache_args::TrimAfterSwaps;
 use crate::admission::{Admission, AdmissionObserver, FlowSource};
 use crate::http::{AdminPolicy, AllowedHosts, AppState, Policies};
 use crate::metrics::Metrics;
@@ -29,10 +30,18 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let plugin_config = args.plugin_config()?;
     let gate_config = args.gate_config()?;
     let metrics = Arc::new(Metrics::new());
-    let cache = Cache::open(args.cache_dir.as_deref()).context("creating a cache directory")?;
+    let cache = Arc::new(
+        Cache::open(args.cache_dir.as_deref())
+            .context("creating a cache directory")?
+            .bounded(args.cache.max_bytes()),
+    );
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
     let corpus = read_corpus_within(args.corpus.as_deref(), u64::from(args.corpus_max_mib) << 20)?;
-    let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
+    let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
+    // Room for the index before it is built (a full cache must not stop a start), keeping it if
+    // it is there already.
+    cache.trim(&[&CorpusIndex::cache_path(&cache.index_dir(), &sha256)]);
+    let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache.index_dir())?;
     drop(corpus);
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
@@ -100,6 +109,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         );
     }
     tracing::info!(plugin = plugin.name(), sha256 = plugin.sha256(), allocator = ?runtime.allocator(), "plugin ready");
+    // Within the bound again, now that the index is in use (its pool lives) and the plugin's
+    // artifact was just written or marked used (the newest entry).
+    cache.trim(&[&index.path]);
     tracing::info!(
         max_active = gate_config.max_active, max_waiting = gate_config.max_waiting,
         wait_deadline = ?gate_config.wait_deadline, "gate ready"
@@ -127,7 +139,10 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             pin: args.corpus_sha256.clone(),
             max_bytes: u64::from(args.corpus_max_mib) << 20,
         },
-        Arc::clone(&metrics) as Arc<dyn SwapObserver>,
+        Arc::new(TrimAfterSwaps {
+            inner: Arc::clone(&metrics) as Arc<dyn SwapObserver>,
+            cache: Arc::clone(&cache),
+        }),
     );
     let roots = SwapRoots::new(
         args.access
@@ -187,7 +202,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             access_log: args.access_log,
             live: args.live_config(),
         },
-        Arc::new(cache),
+        cache,
         metrics,
     );
     Ok(state)

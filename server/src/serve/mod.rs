@@ -3,6 +3,7 @@
 
 mod access_args;
 mod args;
+mod cache_args;
 mod layered;
 mod load;
 mod outbound_args;
@@ -12,6 +13,7 @@ mod run;
 pub use crate::logging::LogFormat;
 pub use access_args::AccessArgs;
 pub use args::{GlobalFailure, MaxActive, ServeArgs, ServeConfigError};
+pub use cache_args::CacheArgs;
 pub use load::{MAX_IDLE_CONNECTIONS, load};
 pub use outbound_args::OutboundArgs;
 pub use process::{listener, serve};

@@ -1,0 +1,4 @@
+//! `turnstile_corpus::fuzzing::corpus_file` on the fuzzer's bytes.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| turnstile_corpus::fuzzing::corpus_file(data));

@@ -1,0 +1,186 @@
+//! What the `ingest_file` fuzz target checks (`fuzz/`, run by `cargo fuzz`: `fuzz/run.sh`): the
+//! builder's readers — Markdown, HTML, plain text, CSV and JSON Lines — and the passage splitter,
+//! on any file and any cut. None panics; every passage is within the corpus's bounds; the
+//! passages are bounded by the input (as many as its sections or rows, and one more for every
+//! stretch of text a passage moves on by); a file refused says where (a row or a line of it).
+//! `cargo test` runs the kept cases on stable (`fuzz/seeds/ingest_file/`,
+//! `fuzz/regressions/ingest_file/`). Time is bounded by the fuzzer (`-timeout` in
+//! `fuzz/run.sh`) and the pathological inputs' tests (`crate::pathological`).
+
+use crate::emit::passages_from;
+use crate::files::Format;
+use crate::passage::{Cut, MAX_TITLE_BYTES};
+use crate::table::{self, Columns};
+
+/// The formats, by the input's first byte.
+const FORMATS: [Format; 5] = [
+    Format::Markdown,
+    Format::Html,
+    Format::Text,
+    Format::Csv,
+    Format::Jsonl,
+];
+
+/// The fuzzer's bytes as a file: the first byte picks the format, the next two the cut (as
+/// `--max-chars` 100..=2000 and `--overlap` at most half of it allow), the rest is the file's text
+/// (as the builder reads it: invalid UTF-8 replaced, a byte-order mark dropped, CRLF as LF).
+///
+/// # Panics
+/// When a reader or the splitter misbehaves.
+pub fn ingest_file(data: &[u8]) {
+    let [pick, max, overlap, rest @ ..] = data else {
+        return;
+    };
+    let format = FORMATS[usize::from(*pick) % FORMATS.len()];
+    let max_chars = 100 + usize::from(*max) * 1900 / 255;
+    let cut = Cut {
+        max_chars,
+        overlap: usize::from(*overlap) * (max_chars / 2) / 255,
+    };
+    let text = String::from_utf8_lossy(rest);
+    let text = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(&text)
+        .replace("\r\n", "\n");
+    check(&text, format, cut);
+}
+
+/// The invariants on one text of one format, cut by `cut`.
+pub(crate) fn check(text: &str, format: Format, cut: Cut) {
+    let columns = Columns {
+        id: "id".into(),
+        title: "title".into(),
+        text: "text".into(),
+    };
+    let chars = text.chars().count();
+    let lines = text.lines().count().max(1);
+    // What each section or row holds, in characters: for the readers of documents, at most
+    // four times the input's (a tab in a code block's indent may become spaces; everything else
+    // shrinks: markup goes, entities become one character).
+    let units = match format {
+        Format::Markdown | Format::Html | Format::Text => {
+            let outline = match format {
+                Format::Markdown => crate::markdown::outline(text),
+                Format::Html => match crate::html::outline(text) {
+                    Ok(outline) => outline,
+                    Err(why) => {
+                        refused_at_a_row(&why, format, lines);
+                        Default::default()
+                    }
+                },
+                _ => crate::text::outline(text),
+            };
+            let gathered: usize = outline
+                .sections
+                .iter()
+                .map(|s| s.text.chars().count())
+                .sum();
+            assert!(gathered <= 4 * chars, "{gathered} characters from {chars}");
+            if let Some(title) = &outline.title {
+                assert!(title.chars().count() <= 4 * chars);
+            }
+            outline.sections.len()
+        }
+        Format::Csv | Format::Jsonl => {
+            let read: table::Rows = if format == Format::Csv {
+                table::csv_rows
+            } else {
+                table::jsonl_rows
+            };
+            let rows = table::all_rows(read, text, &columns);
+            match rows {
+                Ok(rows) => {
+                    assert!(rows.len() <= lines, "{} rows of {lines} lines", rows.len());
+                    rows.len()
+                }
+                Err(why) => {
+                    refused_at_a_row(&why, format, lines);
+                    0
+                }
+            }
+        }
+    };
+    let id_path = "docs/fuzz.input";
+    let mut passages = Vec::new();
+    match passages_from(text, format, id_path, cut, &columns, &mut |p| {
+        passages.push(p)
+    }) {
+        Ok(empty) => {
+            assert!(empty <= units);
+            // A passage moves on by at least two thirds of --max-chars less the overlap.
+            let step = cut.max_chars * 2 / 3 - cut.overlap;
+            let most = units + 4 * chars / step;
+            assert!(
+                passages.len() <= most,
+                "{} passages, at most {most}",
+                passages.len()
+            );
+            for p in &passages {
+                assert!(!p.id.is_empty());
+                assert!(!p.text.trim().is_empty(), "an empty passage");
+                assert!(
+                    p.text.chars().count() <= cut.max_chars,
+                    "a passage too long"
+                );
+                assert!(p.title.len() <= MAX_TITLE_BYTES, "a title too long");
+                assert_eq!(p.kind, format.kind());
+            }
+        }
+        Err(why) => refused_at_a_row(&why, format, lines),
+    }
+}
+
+/// A file refused is a table, and the refusal says where: its header, a row or a line within
+/// the file, or the column it lacks; or an HTML document nested too deep. The other readers
+/// take any text.
+fn refused_at_a_row(why: &str, format: Format, lines: usize) {
+    let at = |prefix: &str| {
+        why.strip_prefix(prefix)
+            .and_then(|rest| rest.split(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    match format {
+        Format::Csv => {
+            let named = why.starts_with("header: ")
+                || why.starts_with("no `")
+                || at("row ").is_some_and(|n| (1..=lines).contains(&n));
+            assert!(named, "{why}");
+        }
+        Format::Jsonl => {
+            let line = at("line ");
+            assert!(
+                line.is_some_and(|n| (1..=lines).contains(&n)),
+                "{why} ({lines} lines)"
+            );
+        }
+        Format::Html => assert_eq!(
+            why,
+            format!("elements nested over {} deep", crate::html_depth::MAX_DEPTH)
+        ),
+        _ => panic!("a document refused: {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ingest_file_cases() {
+        let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
+        let mut ran = 0;
+        for kind in ["seeds", "regressions"] {
+            let Ok(entries) = std::fs::read_dir(fuzz.join(kind).join("ingest_file")) else {
+                continue;
+            };
+            for entry in entries {
+                let path = entry.expect("a readable folder").path();
+                let bytes = std::fs::read(&path).expect("a readable case");
+                let outcome = std::panic::catch_unwind(|| ingest_file(&bytes));
+                assert!(outcome.is_ok(), "ingest_file: {} failed", path.display());
+                ran += 1;
+            }
+        }
+        assert!(ran > 0, "no cases for ingest_file");
+    }
+}
