@@ -78,12 +78,14 @@ fn documents(jsonl: &[u8]) {
         }
         Err(error @ CorpusError::BadDocument { line, .. }) => {
             assert!((1..=lines).contains(&line), "line {line} of {lines}");
+            let message = error.to_string();
             assert!(
-                error
-                    .to_string()
-                    .starts_with(&format!("corpus line {line}: ")),
-                "{error}"
+                message.starts_with(&format!("corpus line {line}: ")),
+                "{message}"
             );
+            // Nothing of the line is quoted at length: a refusal may reach a caller who may not
+            // read the file.
+            assert!(message.len() <= 512, "a message of {} bytes", message.len());
         }
         Err(other) => panic!("refused as {other}, not at a line"),
     }
