@@ -4,7 +4,6 @@
 use serde_json::{Value, json};
 use turnstile_fixtures::DELAY;
 
-use crate::confined::components_root;
 use crate::support::{
     TestApp, child_state_when, hybrid_plugin, logged, serve_child, sha256_of, stop_child,
 };
@@ -16,8 +15,7 @@ async fn post(app: &TestApp, headers: &[(&str, &str)], body: String) -> (u16, Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_other_hosts_and_non_json_bodies_are_refused() {
     // The access rules are router layering: driven in process, without a socket.
-    let root = components_root();
-    let app = TestApp::load(&["--swap-root", &root]).await;
+    let app = TestApp::swappable(&[]).await;
     let swap = json!({"path": DELAY, "config": {"delay_ms": "0"}}).to_string();
     let json_ct = ("content-type", "application/json");
     // A page elsewhere posting to the admin endpoint.
@@ -166,16 +164,7 @@ async fn a_pinned_server_needs_the_sha256_of_every_admin_swap() {
     let retrieval = hybrid_plugin(dir.path());
     let pin = sha256_of(&retrieval);
     let retrieval_arg = retrieval.display().to_string();
-    let root = components_root();
-    let app = TestApp::load(&[
-        "--plugin",
-        &retrieval_arg,
-        "--plugin-sha256",
-        &pin,
-        "--swap-root",
-        &root,
-    ])
-    .await;
+    let app = TestApp::swappable(&["--plugin", &retrieval_arg, "--plugin-sha256", &pin]).await;
     let json_ct = [("content-type", "application/json")];
     let (status, body) = post(&app, &json_ct, json!({"path": DELAY}).to_string()).await;
     assert_eq!(

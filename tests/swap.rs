@@ -32,18 +32,8 @@ async fn swap_in(app: &TestApp, body: Value, token: Option<&str>) -> (u16, Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_under_load_loses_and_fails_no_request() {
-    let root = components_root();
-    let server = Arc::new(
-        TestServer::start(&[
-            "--max-active",
-            "2",
-            "--max-waiting",
-            "64",
-            "--swap-root",
-            &root,
-        ])
-        .await,
-    );
+    let server =
+        Arc::new(TestServer::swappable(&["--max-active", "2", "--max-waiting", "64"]).await);
     // Each client loops until it has itself been served by the new generation; every answer
     // must be a 200. `served` counts answers, so the swap waits for traffic to be flowing.
     let served = Arc::new(AtomicUsize::new(0));
@@ -112,12 +102,7 @@ async fn a_swap_under_load_loses_and_fails_no_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_candidate_leaves_the_old_plugin_serving() {
     let root = components_root();
-    let wat_root = std::path::Path::new(components::OUTSIDE)
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
-    let app = TestApp::load(&["--swap-root", &root, "--swap-root", &wat_root]).await;
+    let app = TestApp::swappable(&[]).await;
     let cases = [
         (
             json!({"path": format!("{root}/nonexistent.wasm")}),
@@ -163,8 +148,7 @@ async fn a_failed_candidate_leaves_the_old_plugin_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_endpoints_need_the_token_when_one_is_set() {
-    let root = components_root();
-    let app = TestApp::load(&["--admin-token", "s3cret-token", "--swap-root", &root]).await;
+    let app = TestApp::swappable(&["--admin-token", "s3cret-token"]).await;
     let body = json!({"path": components::DELAY, "config": {"delay_ms": "0"}});
     let (status, answer) = swap_in(&app, body.clone(), None).await;
     assert_eq!(status, 401, "{answer}");
