@@ -25,6 +25,7 @@ pub mod capabilities;
 pub mod conformance;
 pub mod contract;
 mod error;
+mod heap;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -59,7 +60,8 @@ pub use plugin_config::{
 };
 pub use provision::Provision;
 pub use runtime::{
-    Allocator, KEEP_RESIDENT_COPY, MemoryInit, PluginRuntime, RuntimeOptions, UnknownMemoryInit,
+    Allocator, KEEP_RESIDENT_COPY, KEEP_RESIDENT_MEMORY, MemoryInit, PluginRuntime, RuntimeOptions,
+    UnknownMemoryInit,
 };
 pub use secrets::{
     MAX_SECRET_BYTES, MAX_SECRETS, REDACTED, Secret, SecretError, SecretSource, Secrets,

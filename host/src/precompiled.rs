@@ -29,6 +29,19 @@ impl PluginRuntime {
             name: name.to_owned(),
             reason,
         };
+        // Compiling a language runtime's component (tens of MB of code) takes hundreds of MB
+        // in the compiler's threads; the allocator keeps what they freed unless told.
+        let compiled = self.compile_or_load(bytes, sha256, &incompatible);
+        crate::heap::give_back_freed_memory();
+        compiled
+    }
+
+    fn compile_or_load(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+        incompatible: &dyn Fn(Incompatibility) -> PluginError,
+    ) -> Result<Component, PluginError> {
         let Some(dir) = &self.options().cache_dir else {
             return Component::new(self.engine(), bytes)
                 .map_err(|e| incompatible(Incompatibility::Compile(e)));

@@ -18,8 +18,7 @@ use turnstile_gate::{
 };
 use turnstile_global::{FailureMode, GlobalConfig};
 use turnstile_host::{
-    MemoryInit, PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry,
-    plugin_config,
+    PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
 };
 
 /// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
@@ -87,20 +86,9 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub corpus_max_mib: u32,
 
-    /// Cap on one plugin instance's linear memory, in MiB (1..=4096); growth past it traps.
-    #[arg(long = "memory-limit-mib", default_value_t = 64,
-          value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub memory_limit_mib: u32,
-
-    /// How each fresh plugin instance gets its initial memory: `cow`, mapped copy-on-write from
-    /// the component's image (cheapest per call one at a time), or `copy`, copied into memory
-    /// kept resident (no page faults: under load on several cores, twice a Python plugin's
-    /// requests/s; docs/PLUGINS.md).
-    #[arg(long = "plugin-memory-init", default_value_t = MemoryInit::Cow,
-          value_parser = clap::builder::TypedValueParser::try_map(
-              clap::builder::PossibleValuesParser::new(["cow", "copy"]),
-              |name: String| name.parse::<MemoryInit>()))]
-    pub plugin_memory_init: MemoryInit,
+    /// A plugin instance's memory: its cap, initialisation and what stays resident.
+    #[command(flatten)]
+    pub memory: super::memory_args::PluginMemoryArgs,
 
     /// Directory for the corpus index and precompiled plugins (default: `$XDG_CACHE_HOME/turnstile`
     /// or `~/.cache/turnstile`). Created 0700; used only when owned by this user and not

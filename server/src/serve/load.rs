@@ -58,7 +58,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         embedding_model = pool.model_name(), dimensions = pool.dims(), "corpus index ready"
     );
     let mut capabilities = CapabilityOptions::default();
-    capabilities.limits.memory_limit = args.memory_limit_mib as usize * 1024 * 1024;
+    capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
     capabilities.outbound = args.outbound.options();
     let outbound = Origins::parse(&args.outbound.outbound_allow).context("--outbound-allow")?;
     let secrets = Arc::new(
@@ -81,7 +81,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         pooling: true,
         call_deadline: None,
         observer: Some(Arc::clone(&metrics) as Arc<dyn Observer>),
-        memory_init: args.plugin_memory_init,
+        memory_init: args.memory.plugin_memory_init,
+        keep_resident: args.memory.keep_resident(),
         capabilities: capabilities.clone(),
     })?;
     // Where a swap candidate's smoke checks run: not the serving engine (no epoch
@@ -92,7 +93,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         pooling: false,
         call_deadline: Some(turnstile_host::conformance::CALL_DEADLINE),
         observer: None,
-        memory_init: args.plugin_memory_init,
+        memory_init: args.memory.plugin_memory_init,
+        keep_resident: None,
         capabilities: turnstile_host::conformance::capabilities(capabilities),
     };
     let source = args.plugin_source();

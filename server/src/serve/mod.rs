@@ -6,6 +6,7 @@ mod args;
 mod cache_args;
 mod layered;
 mod load;
+mod memory_args;
 mod outbound_args;
 mod process;
 mod run;

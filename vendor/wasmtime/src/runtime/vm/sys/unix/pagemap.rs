@@ -276,73 +276,109 @@ pub unsafe fn reset_with_pagemap(
         },
     };
 
-    // For now use a fixed set of regions on the stack, but in the future this
-    // may want to use a dynamically allocated vector for more regions for
-    // example.
-    const MAX_REGIONS: usize = 32;
-    let mut storage = [MaybeUninit::uninit(); MAX_REGIONS];
+    // PATCH (turnstile, vendor/README.md): the scan is resumed from `walk_end`
+    // whenever the kernel stops because the region buffer is full, so that
+    // every dirty page up to the `keep_resident` budget is reset in place, not
+    // only those of the first 32 regions (upstream 48.0.8 decommitted the rest,
+    // and a guest with a scattered heap page-faulted it back on every call).
+    // The kernel stopping for the page budget is the only reason left to
+    // decommit what follows `walk_end`.
+    //
+    // PATCH: dirty pages that are not present (swapped out, or under
+    // migration: `SWAPPED`, still `WRITTEN`) are reset too. Upstream's mask
+    // required `PRESENT`, so such a page was neither reset nor decommitted and
+    // the slot's next instance could read what the previous one wrote.
+    const REGIONS_PER_SCAN: usize = 32;
+    let mut storage = [MaybeUninit::uninit(); REGIONS_PER_SCAN];
+    let end = ptr.wrapping_add(len.byte_count());
+    let mut start = ptr;
+    let mut budget_pages = keep_resident.byte_count() / host_page_size;
+    let mut bytes_resident = 0;
+    let mut first_scan = true;
 
-    let scan_arg = PageMapScanBuilder::new(ptr::slice_from_raw_parts(ptr, len.byte_count()))
-        .max_pages(keep_resident.byte_count() / host_page_size)
+    while start < end && budget_pages > 0 {
+        let scan_arg = PageMapScanBuilder::new(ptr::slice_from_raw_parts(
+            start,
+            end.addr() - start.addr(),
+        ))
+        .max_pages(budget_pages)
         // We specifically want pages that are NOT backed by the zero page or
         // backed by files. Such pages mean that they haven't changed from their
         // original contents, so they're inverted.
         .category_inverted(Categories::PFNZERO | Categories::FILE)
-        // Search for pages that are written and present as those are the dirty
-        // pages. Additionally search for the zero page/file page as those are
-        // inverted above meaning we're searching for pages that specifically
-        // don't have those flags.
-        .category_mask(
-            Categories::WRITTEN | Categories::PRESENT | Categories::PFNZERO | Categories::FILE,
-        )
+        // Search for pages that are written as those are the dirty pages, and
+        // not the zero page/a file page (inverted above).
+        .category_mask(Categories::WRITTEN | Categories::PFNZERO | Categories::FILE)
+        // Present, or not present but holding the guest's data elsewhere
+        // (swap, migration).
+        .category_anyof_mask(Categories::PRESENT | Categories::SWAPPED)
         // Don't return any categories back. This helps group regions together
         // since the reported set of categories is always empty and we otherwise
         // aren't looking for anything in particular.
         .return_mask(Categories::empty())
         .build(&mut storage);
 
-    // SAFETY: this should be a safe ioctl as we control the fd we're operating
-    // on plus all of `scan_arg`, but this relies on `Ioctl` below being the
-    // correct implementation and such.
-    let result = match unsafe { ioctl(&pagemap.0, scan_arg) } {
-        Ok(result) => result,
+        // SAFETY: this should be a safe ioctl as we control the fd we're
+        // operating on plus all of `scan_arg`, but this relies on `Ioctl`
+        // below being the correct implementation and such.
+        let result = match unsafe { ioctl(&pagemap.0, scan_arg) } {
+            Ok(result) => result,
 
-        // If the ioctl fails for whatever reason, we at least tried, so fall
-        // back to the default behavior.
-        //
-        // SAFETY: the safety requirement of
-        // `pagemap_disabled::reset_with_pagemap` is the same as this function.
-        Err(err) => unsafe {
-            log::warn!("failed pagemap scan {err}");
-            return crate::runtime::vm::pagemap_disabled::reset_with_pagemap(
-                None,
-                ptr,
-                len,
-                keep_resident,
-                reset_manually,
-                decommit,
-            );
-        },
-    };
+            // If the first ioctl fails for whatever reason, we at least tried,
+            // so fall back to the default behavior.
+            //
+            // SAFETY: the safety requirement of
+            // `pagemap_disabled::reset_with_pagemap` is the same as this
+            // function.
+            Err(err) if first_scan => unsafe {
+                log::warn!("failed pagemap scan {err}");
+                return crate::runtime::vm::pagemap_disabled::reset_with_pagemap(
+                    None,
+                    ptr,
+                    len,
+                    keep_resident,
+                    reset_manually,
+                    decommit,
+                );
+            },
 
-    // For all regions that were written in the scan reset them manually, then
-    // afterwards decommit everything else.
-    let mut bytes_resident = 0;
-    for region in result.regions() {
-        // SAFETY: we're relying on Linux to pass in valid region ranges within
-        // the `ptr/len` we specified to the original syscall.
-        unsafe {
-            reset_manually(&mut *region.region().cast_mut());
+            // A later one: what was found so far is reset, the rest of the
+            // memory is decommitted below.
+            Err(err) => {
+                log::warn!("failed pagemap scan {err}");
+                break;
+            }
+        };
+        first_scan = false;
+
+        // For all regions that were written in the scan reset them manually.
+        let regions = result.regions();
+        for region in regions {
+            // SAFETY: we're relying on Linux to pass in valid region ranges
+            // within the `start..end` we specified to the syscall.
+            unsafe {
+                reset_manually(&mut *region.region().cast_mut());
+            }
+            bytes_resident += region.len();
+            budget_pages = budget_pages.saturating_sub(region.len() / host_page_size);
         }
-        bytes_resident += region.len();
+
+        let walk_end = result.walk_end().cast_mut();
+        debug_assert!(walk_end >= start && walk_end <= end);
+        let advanced = walk_end > start;
+        start = walk_end.clamp(start, end);
+        if regions.len() < REGIONS_PER_SCAN || !advanced {
+            // The walk reached the end, or stopped at the page budget: nothing
+            // more to scan. (A full buffer that did not advance cannot happen;
+            // should it, what remains is decommitted rather than looped on.)
+            break;
+        }
     }
 
-    // Report everything after `walk_end` to the end of memory as memory that
-    // must be decommitted as the scan didn't reach it. Note that if `walk_end`
-    // is already at the end of memory then the byte size of the decommitted
-    // memory here will be 0 meaning that this is a noop.
-    let scan_size = result.walk_end().addr() - ptr.addr();
-    decommit(result.walk_end().cast_mut(), len.byte_count() - scan_size);
+    // Everything from where the scan stopped to the end of memory must be
+    // decommitted as the scan didn't reach it. If the scan reached the end of
+    // memory the length is 0 and this is a noop.
+    decommit(start, end.addr() - start.addr());
 
     bytes_resident
 }
@@ -465,7 +501,6 @@ mod ioctl {
         ///
         /// For more detail see the `pagemap_scan_is_interesting_page` function
         /// in the Linux kernel source.
-        #[expect(dead_code, reason = "bindings for the future if we need them")]
         pub fn category_anyof_mask(&mut self, flags: Categories) -> &mut PageMapScanBuilder {
             self.pm_scan_arg.category_anyof_mask = flags;
             self
