@@ -91,6 +91,37 @@ fn javascript_can_read_no_file_no_variable_and_no_socket() {
     }
 }
 
+/// Every call starts from the component's pristine image, in every language: a Python and a
+/// JavaScript plugin that append 20,000 objects to module state each call, and a Rust one that
+/// dirties hundreds of scattered pages, find none of it on the next call, though one pool slot
+/// serves them all (reset in place, not rebuilt).
+#[test]
+fn a_call_never_sees_what_the_previous_call_wrote_in_any_language() {
+    let one_slot = PluginRuntime::new(RuntimeOptions {
+        max_instances: 1,
+        cache_dir: Some(cache_dir().join("plugins")),
+        ..RuntimeOptions::default()
+    })
+    .unwrap();
+    for (component, attempt) in [
+        (components::ESCAPE_PY, "remember"),
+        (components::ESCAPE_JS, "remember"),
+        (components::HOSTILE, "remember-scattered"),
+    ] {
+        let plugin = load(&one_slot, component, attempt);
+        for call in 1..=4 {
+            match plugin.retrieve("x", 1, call) {
+                Err(PluginError::Guest(RetrieveError::Internal(message))) => assert_eq!(
+                    message,
+                    format!("{attempt} refused: memory started fresh"),
+                    "{component}, call {call}"
+                ),
+                other => panic!("{component}, call {call}: expected fresh memory, got {other:?}"),
+            }
+        }
+    }
+}
+
 /// An exception inside `retrieve` is something an author can act on: caught by the plugin, a
 /// typed error carrying the traceback; uncaught, a trap whose description carries what the
 /// runtime printed (Python's traceback).
