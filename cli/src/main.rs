@@ -1,5 +1,6 @@
 //! The `turnstile` command: the server (`serve`, `check`, `config check`), its client tools
-//! (`drive`, `load`) and the corpus builder (`corpus build`) behind one binary.
+//! (`drive`, `load`), the corpus builder (`corpus build`), and its own shell completions and
+//! man pages (`completions`, `man`) behind one binary.
 //!
 //! The command line is read in two steps: its shape first (which command, which flags, their
 //! raw values: [`commands::cli`]), then the command's settings through the layers — defaults,
@@ -7,12 +8,13 @@
 //! ([`turnstile_config::resolve_matches`]). No flag's value is judged before the layers meet.
 
 mod commands;
+mod generated;
 mod layered;
 
 use std::path::{Path, PathBuf};
 
 use clap::{ArgMatches, FromArgMatches};
-use turnstile_config::{Env, Layered, ResolveError};
+use turnstile_config::{Env, Layered, Required, ResolveError};
 use turnstile_server::serve::{LogFormat, ServeArgs};
 
 use crate::commands::NewCommand;
@@ -73,6 +75,26 @@ fn main() -> anyhow::Result<()> {
                 "next: cd {} && ./build.sh && ./check.sh (README.md says more)",
                 dir.display()
             );
+            true
+        }
+        Some(("completions", given)) => {
+            let Some(shell) = given.get_one::<clap_complete::Shell>("shell") else {
+                unreachable!("clap requires SHELL");
+            };
+            let tree = commands::cli(Required::Kept);
+            generated::completions(tree, *shell, &mut std::io::stdout().lock());
+            true
+        }
+        Some(("man", given)) => {
+            let tree = commands::cli(Required::Kept);
+            match given.get_one::<PathBuf>("out") {
+                Some(dir) => {
+                    for page in generated::man_pages(tree, dir)? {
+                        println!("{}", page.display());
+                    }
+                }
+                None => generated::man_page(tree, &mut std::io::stdout().lock())?,
+            }
             true
         }
         Some(("openapi", _)) => {
