@@ -31,7 +31,21 @@ fn settings<L: Layered>(given: &ArgMatches) -> L::Args {
     turnstile_config::resolve_matches::<L>(given, &env, &read).unwrap_or_else(|e| e.exit())
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the command; a failure is told in words — `error: ` and its causes on one line — and
+/// exits 1. Never anyhow's `Debug` form (what returning the error from `main` prints): with
+/// `RUST_BACKTRACE` set, that appends a stack backtrace to a user's mistake (a busy port, a
+/// missing file). A panic still prints its backtrace: that one is a bug.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let matches = turnstile_config::parse_shape(&commands::cli, std::env::args_os())
         .unwrap_or_else(|e| e.exit());
     let passed = match matches.subcommand() {
