@@ -31,6 +31,7 @@ mod live;
 mod load;
 mod logging;
 mod metrics;
+mod newcomer;
 mod outbound;
 mod outbound_server;
 mod settings;

@@ -2,7 +2,9 @@
 # What the tests need beyond Rust, installed when missing (idempotent, quick when present):
 # - Debian packages: `prometheus` (for `promtool`, which checks a scrape of /metrics), curl,
 #   chromium (the live page's browser test) and redis-server (the global limit's tests start
-#   their own, on free loopback ports);
+#   their own, on free loopback ports); for the Debian package (`cargo xtask dist`,
+#   tests/installed.sh): dpkg-dev (dpkg-shlibdeps finds the binary's library packages), systemd
+#   (`systemd-analyze verify` of the installed unit) and man-db (which finds its man pages);
 # - a Python venv, target/test-venv, with the tools pinned in tests/requirements.txt:
 #   Schemathesis (tests/schemathesis/run.sh) and Playwright (tests/dashboard/check.py);
 # - the pinned toolchains that build the Python and JavaScript plugins (componentize-py,
@@ -16,6 +18,9 @@ command -v promtool >/dev/null || missing+=(prometheus)
 command -v curl >/dev/null || missing+=(curl)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v redis-server >/dev/null || missing+=(redis-server)
+command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v man >/dev/null || missing+=(man-db)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "tests/setup.sh: missing Debian packages: ${missing[*]}; run: sudo apt-get install -y ${missing[*]}" >&2

@@ -70,6 +70,8 @@ pub fn cli(required: Required) -> Command {
             Command::new("openapi")
                 .about("Print the HTTP API's OpenAPI 3.1 document (what `GET /openapi.json` serves)"),
         )
+        .subcommand(crate::generated::completions_command())
+        .subcommand(crate::generated::man_command())
         .subcommand(
             NewCommand::augment_subcommands(Command::new("new"))
                 .about("Start something new: `turnstile new plugin --lang rust|python|js DIR`")

@@ -1,5 +1,6 @@
 //! The `turnstile` command: the server (`serve`, `check`, `config check`), its client tools
-//! (`drive`, `load`) and the corpus builder (`corpus build`) behind one binary.
+//! (`drive`, `load`), the corpus builder (`corpus build`), and its own shell completions and
+//! man pages (`completions`, `man`) behind one binary.
 //!
 //! The command line is read in two steps: its shape first (which command, which flags, their
 //! raw values: [`commands::cli`]), then the command's settings through the layers — defaults,
@@ -7,12 +8,13 @@
 //! ([`turnstile_config::resolve_matches`]). No flag's value is judged before the layers meet.
 
 mod commands;
+mod generated;
 mod layered;
 
 use std::path::{Path, PathBuf};
 
 use clap::{ArgMatches, FromArgMatches};
-use turnstile_config::{Env, Layered, ResolveError};
+use turnstile_config::{Env, Layered, Required, ResolveError};
 use turnstile_server::serve::{LogFormat, ServeArgs};
 
 use crate::commands::NewCommand;
@@ -29,7 +31,21 @@ fn settings<L: Layered>(given: &ArgMatches) -> L::Args {
     turnstile_config::resolve_matches::<L>(given, &env, &read).unwrap_or_else(|e| e.exit())
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the command; a failure is told in words — `error: ` and its causes on one line — and
+/// exits 1. Never anyhow's `Debug` form (what returning the error from `main` prints): with
+/// `RUST_BACKTRACE` set, that appends a stack backtrace to a user's mistake (a busy port, a
+/// missing file). A panic still prints its backtrace: that one is a bug.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let matches = turnstile_config::parse_shape(&commands::cli, std::env::args_os())
         .unwrap_or_else(|e| e.exit());
     let passed = match matches.subcommand() {
@@ -73,6 +89,26 @@ fn main() -> anyhow::Result<()> {
                 "next: cd {} && ./build.sh && ./check.sh (README.md says more)",
                 dir.display()
             );
+            true
+        }
+        Some(("completions", given)) => {
+            let Some(shell) = given.get_one::<clap_complete::Shell>("shell") else {
+                unreachable!("clap requires SHELL");
+            };
+            let tree = commands::cli(Required::Kept);
+            generated::completions(tree, *shell, &mut std::io::stdout().lock());
+            true
+        }
+        Some(("man", given)) => {
+            let tree = commands::cli(Required::Kept);
+            match given.get_one::<PathBuf>("out") {
+                Some(dir) => {
+                    for page in generated::man_pages(tree, dir)? {
+                        println!("{}", page.display());
+                    }
+                }
+                None => generated::man_page(tree, &mut std::io::stdout().lock())?,
+            }
             true
         }
         Some(("openapi", _)) => {

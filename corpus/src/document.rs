@@ -82,6 +82,13 @@ pub fn read_corpus_within(path: Option<&Path>, max_bytes: u64) -> Result<CorpusB
         path: path.to_owned(),
         source,
     };
+    let not_a_corpus = |folder| CorpusError::NotACorpus {
+        path: path.to_owned(),
+        folder,
+    };
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(not_a_corpus(true));
+    }
     let file = match RegularFile::open(path, max_bytes) {
         Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(too_large()),
         opened => opened.map_err(error)?,
@@ -109,10 +116,24 @@ pub fn read_corpus_within(path: Option<&Path>, max_bytes: u64) -> Result<CorpusB
     if jsonl.len() as u64 > max_bytes {
         return Err(too_large());
     }
+    if !starts_like_json_lines(&jsonl) {
+        return Err(not_a_corpus(false));
+    }
     Ok(CorpusBytes {
         name: path.display().to_string(),
         jsonl,
     })
+}
+
+/// Whether `bytes` may be JSON Lines of documents: nothing but white space, or a `{` first
+/// (after a UTF-8 byte order mark, if any). Markdown, HTML or plain text given as a corpus is
+/// told what to do (`corpus build`) instead of a JSON parser's complaint about its first line.
+pub(crate) fn starts_like_json_lines(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_none_or(|b| *b == b'{')
 }
 
 /// Parses JSON Lines into documents, checking every bound and that ids are unique.

@@ -11,6 +11,28 @@ pub enum CorpusError {
         /// Why.
         source: std::io::Error,
     },
+    /// What was given is documents, not a corpus: a folder, or a file that is not JSON Lines
+    /// (Markdown, HTML, text, …). `turnstile corpus build` makes a corpus of it.
+    #[error(
+        "{} {} (a corpus is JSON Lines: one {{\"id\", \"title\", \"text\"}} object a line, \
+         plain or gzip). To serve {}, make a corpus of {} first: `turnstile corpus build {} \
+         --out corpus.jsonl`, then give corpus.jsonl",
+        .path.display(),
+        if *.folder {
+            "is a folder, not a corpus file"
+        } else {
+            "is not a corpus file: its first line is not a JSON object"
+        },
+        if *.folder { "the documents in it" } else { "its text (Markdown, HTML, plain text or CSV)" },
+        if *.folder { "them" } else { "it" },
+        .path.display()
+    )]
+    NotACorpus {
+        /// What was given.
+        path: PathBuf,
+        /// A folder (else a file that is not JSON Lines).
+        folder: bool,
+    },
     /// The corpus's JSON Lines (decompressed) are over the bound they were read under.
     #[error(
         "the corpus is larger than {limit_mib} MiB of JSON Lines (decompressed), the bound it is read under"

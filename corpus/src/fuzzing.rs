@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use crate::document::{
     MAX_ID_BYTES, MAX_TEXT_CHARS, MAX_TITLE_BYTES, load_documents, read_corpus_within,
+    starts_like_json_lines,
 };
 use crate::{CorpusError, MAX_KIND_BYTES};
 
@@ -38,6 +39,14 @@ pub fn corpus_file(data: &[u8]) {
         }
         // A broken gzip stream.
         Err(CorpusError::Read { .. }) => assert!(gzip, "plain bytes unreadable"),
+        // Text that is not JSON Lines (Markdown, …): told to make a corpus of it.
+        Err(CorpusError::NotACorpus { folder, .. }) => {
+            assert!(!folder, "a file taken for a folder");
+            assert!(
+                gzip || !starts_like_json_lines(data),
+                "JSON Lines refused as no corpus"
+            );
+        }
         // Past the bound, plain or inflated.
         Err(CorpusError::TooLarge { limit_mib }) => {
             assert_eq!(limit_mib, FUZZ_MAX_BYTES >> 20);

@@ -80,6 +80,18 @@ impl PluginError {
 /// Why a component cannot serve as a plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum Incompatibility {
+    /// Not WebAssembly at all (a text file, an archive, …): it does not begin with `\0asm`.
+    #[error(
+        "it is not a WebAssembly file (those begin with the bytes \\0asm): a plugin is the \
+         `.wasm` component its build writes (`turnstile new plugin` makes a project that builds one)"
+    )]
+    NotWasm,
+    /// A core WebAssembly module: WebAssembly, but not a component.
+    #[error(
+        "it is a core WebAssembly module, not a component: build it for the wasm32-wasip2 \
+         target (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
     /// Not a valid component for this engine (wasmtime's explanation).
     #[error("{0:#}")]
     Compile(wasmtime::Error),

@@ -16,6 +16,18 @@ use wasmtime::component::Component;
 use crate::error::{Incompatibility, PluginError};
 use crate::runtime::PluginRuntime;
 
+/// What the first 8 bytes say a file is, when it cannot be a component: not WebAssembly, or a
+/// core module (version 1; a component's header is version 0x0d, layer 1). In words a person can
+/// act on, instead of the parser's dump of the bytes it expected.
+fn not_a_component(bytes: &[u8]) -> Option<Incompatibility> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: &[u8] = &[1, 0, 0, 0];
+    if !bytes.starts_with(MAGIC) {
+        return Some(Incompatibility::NotWasm);
+    }
+    (bytes.get(4..8) == Some(CORE_MODULE)).then_some(Incompatibility::CoreModule)
+}
+
 impl PluginRuntime {
     /// Compiles `bytes`, or loads the artifact this host precompiled for the same component
     /// (by sha256) and the same engine settings.
@@ -29,6 +41,9 @@ impl PluginRuntime {
             name: name.to_owned(),
             reason,
         };
+        if let Some(reason) = not_a_component(bytes) {
+            return Err(incompatible(reason));
+        }
         // Compiling a language runtime's component (tens of MB of code) takes hundreds of MB
         // in the compiler's threads; the allocator keeps what they freed unless told.
         let compiled = self.compile_or_load(bytes, sha256, &incompatible);

@@ -5,12 +5,18 @@
 //!   `fixtures/` — and copies each to `DIR/NAME.wasm` (default `target/plugins/`), the stable path
 //!   operators, `turnstile drive`, the benchmarks and the docs use. Python and JavaScript need the
 //!   pinned toolchains: `plugins/toolchains/install.sh`.
+//! - `cargo xtask dist [--profile release|dev] [--out DIR]` builds the release a person installs:
+//!   the tarball and the Debian package, into `DIR` (default `target/dist/`) ([`dist`]).
 //! - `cargo xtask layout` checks the house rules the compiler does not: no import circle between
 //!   files, no file over 600 lines before its unit tests, signposts (`lib.rs`, `mod.rs`) that only
 //!   declare and re-export ([`layout`]).
 
+mod deb;
+mod dist;
+mod exec;
 mod graph;
 mod layout;
+mod licences;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +40,17 @@ enum Task {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Build the release into DIR (default: target/dist): the tarball
+    /// (turnstile-VERSION-TRIPLE.tar.gz) and the Debian package (turnstile_VERSION_ARCH.deb).
+    Dist {
+        /// The cargo profile of the binary: `dev` packages the tests' build (for CI's check of
+        /// the package), `release` what is published.
+        #[arg(long, value_enum, default_value = "release")]
+        profile: dist::Profile,
+        /// Where to write the archives (created if missing).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check the house rules: no import circles between files, no long files, signposts that
     /// only declare and re-export (exits non-zero when one is broken).
     Layout,
@@ -42,6 +59,7 @@ enum Task {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().task {
         Task::Plugins { out } => plugins(out),
+        Task::Dist { profile, out } => dist::run(profile, out),
         Task::Layout => {
             let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .parent()

@@ -102,6 +102,7 @@ impl HotSwap {
         let corpus =
             read_corpus_within(path.as_deref(), self.corpus_max_bytes).map_err(|e| match e {
                 CorpusError::TooLarge { .. } => CorpusSwapError::TooLarge(e),
+                CorpusError::NotACorpus { .. } => CorpusSwapError::Invalid(e),
                 other => CorpusSwapError::Unreadable(other),
             })?;
         let actual = sha256_hex(&corpus.jsonl);

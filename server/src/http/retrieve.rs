@@ -59,13 +59,13 @@ pub async fn retrieve(
     // Admit. Cancel-safe: if the client goes away while this waits, the waiter leaves the
     // queues (or gives back what was granted in the meantime) and never runs.
     let admitted = state.admission.admit_in(flow.as_deref()).await?;
-    let queue_ms = admitted.waited().as_secs_f64() * 1e3;
+    let queue_ms = millis(admitted.waited());
     // The generation is fixed at admission: a swap from here on does not affect this request.
     let generation = state.plugins.current();
     // Run, then answer.
     let ran = run(&state, admitted, &generation, request, id.number).await?;
     let outbound = ran.outbound;
-    let outbound_ms = outbound.elapsed.as_secs_f64() * 1e3;
+    let outbound_ms = millis(outbound.elapsed);
     let made_requests = outbound.requests > 0;
     Ok((
         Extension(Served {
@@ -91,6 +91,12 @@ pub async fn retrieve(
             },
         }),
     ))
+}
+
+/// A duration in milliseconds, to the microsecond (`1.4`, not `1.4003780000000001`): what the
+/// answer's `timing` and the log show. A clock's nanoseconds say nothing more about a call.
+fn millis(duration: std::time::Duration) -> f64 {
+    (duration.as_nanos() as f64 / 1e3).round() / 1e3
 }
 
 /// What an answered call gave.
@@ -129,14 +135,14 @@ async fn run(
         let started = std::time::Instant::now();
         let (result, stats) = plugin.retrieve_metered(&request.question, request.limit, request_id);
         let took = started.elapsed();
-        let execution_ms = took.as_secs_f64() * 1e3;
+        let execution_ms = millis(took);
         admitted.worked(took);
         let outbound = &stats.used.outbound;
         if outbound.requests > 0 {
             // The span carries the call's outbound work, for every line logged in it from here.
             let span = tracing::Span::current();
             span.record("outbound_requests", outbound.requests);
-            span.record("outbound_ms", outbound.elapsed.as_secs_f64() * 1e3);
+            span.record("outbound_ms", millis(outbound.elapsed));
         }
         if stats.used.outbound.signal.is_some() {
             // The backend turned work away: the adaptive limit backs off instead of learning a

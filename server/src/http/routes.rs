@@ -14,6 +14,8 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use super::access::{Access, guard};
+use super::api::InvalidCode;
+use super::error::ApiError;
 use super::openapi::{ApiDocument, ApiFrame};
 use super::request_scope::{RequestScope, request_scope};
 use super::state::AppState;
@@ -93,8 +95,27 @@ pub fn app(state: AppState) -> Router {
         routes: routes(),
     };
     router
+        // A path or method no route takes is refused like every other request: the JSON body
+        // `{"status":"invalid_request","error","detail"}`, not an empty one (the 405 keeps the
+        // `Allow` header axum sets).
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
         .layer(Extension(ApiDocument(Arc::from(document_json(&document)))))
         // Handlers read bodies themselves, bounded in size and time (`body::read_body`).
         .layer(axum::middleware::from_fn_with_state(scope, request_scope))
         .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::invalid(
+        InvalidCode::NotFound,
+        "no route has this path; GET /openapi.json lists the routes",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::invalid(
+        InvalidCode::MethodNotAllowed,
+        "this route does not take this method; the Allow header lists those it takes",
+    )
 }

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use tokio::net::TcpListener;
 use turnstile_host::swap::{HotSwap, SwapOutcome};
 
@@ -15,13 +14,30 @@ use super::run::{DrainTimeout, run};
 
 /// The listener: the inherited socket `--fd`, or a fresh bind of `--listen`.
 pub fn listener(args: &ServeArgs) -> anyhow::Result<TcpListener> {
-    let std_listener = match args.fd {
-        Some(fd) => adopt_listener(fd)?,
-        None => std::net::TcpListener::bind(args.listen)
-            .with_context(|| format!("--listen {}: cannot bind", args.listen))?,
-    };
-    std_listener.set_nonblocking(true)?;
-    Ok(TcpListener::from_std(std_listener)?)
+    asynchronous(bind(args)?)
+}
+
+/// The socket `serve` listens on, bound (or adopted) before anything is loaded: a busy port or a
+/// bad `--fd` fails at once, not after seconds of building an index and compiling a plugin.
+/// Connections that arrive while it loads wait in the listen backlog.
+fn bind(args: &ServeArgs) -> anyhow::Result<std::net::TcpListener> {
+    match args.fd {
+        Some(fd) => adopt_listener(fd),
+        None => std::net::TcpListener::bind(args.listen).map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+                ": another process listens there (stop it, or choose another --listen)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("--listen {}: cannot bind: {e}{hint}", args.listen)
+        }),
+    }
+}
+
+/// A bound socket for the async runtime (inside it).
+fn asynchronous(listener: std::net::TcpListener) -> anyhow::Result<TcpListener> {
+    listener.set_nonblocking(true)?;
+    Ok(TcpListener::from_std(listener)?)
 }
 
 #[allow(unsafe_code)]
@@ -41,10 +57,11 @@ fn adopt_listener(fd: i32) -> anyhow::Result<std::net::TcpListener> {
     }
 }
 
-/// Runs `turnstile serve` until SIGTERM or SIGINT: loads (index build, plugin compile) before
-/// the async runtime starts serving, reloads the plugin on SIGHUP, drains on the way out.
+/// Runs `turnstile serve` until SIGTERM or SIGINT: binds, then loads (index build, plugin
+/// compile) before the async runtime starts serving, reloads the plugin on SIGHUP, drains on the way out.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     raise_open_files_limit();
+    let bound = bind(&args)?;
     let state = load(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -54,7 +71,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()?;
     let drain = Duration::from_millis(args.drain_ms);
     let result = runtime.block_on(async {
-        let listener = listener(&args)?;
+        let listener = asynchronous(bound)?;
         reload_on_sighup(Arc::clone(&state.swap));
         run(state, listener, shutdown_signal(), drain).await
     });

@@ -49,6 +49,10 @@ pub enum InvalidCode {
     InvalidLastEventId,
     /// 400: the `--flow-header` value is not a flow name (1-64 bytes of `A-Z a-z 0-9 . _ : -`).
     InvalidFlow,
+    /// 404: no route has this path (`GET /openapi.json` lists them).
+    NotFound,
+    /// 405: the route does not take this method (`Allow` lists those it takes).
+    MethodNotAllowed,
 }
 
 impl InvalidCode {
@@ -62,6 +66,8 @@ impl InvalidCode {
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         }
     }
@@ -88,6 +94,8 @@ impl InvalidCode {
             Self::InvalidOutboundAllow => "invalid_outbound_allow",
             Self::InvalidLastEventId => "invalid_last_event_id",
             Self::InvalidFlow => "invalid_flow",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
         }
     }
 }

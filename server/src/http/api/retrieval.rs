@@ -46,7 +46,7 @@ pub struct RetrieveResponse {
     pub timing: Timing,
 }
 
-/// Queue wait and plugin execution, measured separately.
+/// Queue wait and plugin execution, measured separately, in milliseconds to the microsecond.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Timing {
     /// From arrival at the gate to getting a lease.
