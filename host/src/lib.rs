@@ -25,10 +25,10 @@ pub mod capabilities;
 pub mod conformance;
 pub mod contract;
 mod error;
-mod heap;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
+mod heap;
 mod observe;
 mod output;
 mod plugin;

@@ -413,7 +413,12 @@ mod tests {
     fn thread_minor_faults() -> u64 {
         let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
         let after_name = stat.rsplit_once(')').unwrap().1;
-        after_name.split_whitespace().nth(7).unwrap().parse().unwrap()
+        after_name
+            .split_whitespace()
+            .nth(7)
+            .unwrap()
+            .parse()
+            .unwrap()
     }
 
     /// What a fresh instance per call costs when its slot is reset in place: a call that dirties
@@ -439,7 +444,10 @@ mod tests {
             assert!(plugin.retrieve("x", 1, call).is_err());
         }
         let per_call = (thread_minor_faults() - before) / CALLS;
-        assert!(per_call < 32, "{per_call} minor faults a call, expected almost none");
+        assert!(
+            per_call < 32,
+            "{per_call} minor faults a call, expected almost none"
+        );
         dir.close().unwrap();
     }
 }

@@ -35,6 +35,7 @@ pub struct PluginMemoryArgs {
 impl PluginMemoryArgs {
     /// The bytes to keep resident, `None` for the runtime's default for the memory init.
     pub fn keep_resident(&self) -> Option<usize> {
-        self.plugin_keep_resident_mib.map(|mib| (mib as usize) << 20)
+        self.plugin_keep_resident_mib
+            .map(|mib| (mib as usize) << 20)
     }
 }
