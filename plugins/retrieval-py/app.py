@@ -24,7 +24,7 @@ from wit_world.imports import config, embeddings
 from wit_world.imports.corpus import Session
 
 import retrieval_query
-from hybrid import ID_WEIGHT, LEXICAL_WEIGHT, POOL, Candidate, debug_variant, fuse, lexical_weight, text_snippet
+from hybrid import ID_WEIGHT, LEXICAL_WEIGHT, POOL, debug_variant, fuse, lexical_weight, text_snippet
 
 T = TypeVar("T")
 
@@ -60,30 +60,33 @@ class WitWorld(wit_world.WitWorld):
         # The session is a resource: `with` drops it (closing the host's connection) on every
         # path out, as Rust's drop does.
         with _corpus(Session.open) as session:
-            lexical: list[Candidate] = []
+            # The pools are the host's records as they came, their scores in lists beside them.
+            lexical = []
+            lexical_scores: list[float] = []
             if expression is not None:
-                for hit in _corpus(session.rank, expression, POOL):
-                    score = -hit.rank * (1.0 + ID_WEIGHT * retrieval_query.id_match(hit.id, terms))
-                    lexical.append(Candidate(hit.id, hit.title, hit.doc, score, lexical=True))
+                lexical = _corpus(session.rank, expression, POOL)
+                folded = retrieval_query.folded_terms(terms)
+                id_match = retrieval_query.id_match_folded
+                lexical_scores = [-hit.rank * (1.0 + ID_WEIGHT * id_match(hit.id, folded)) for hit in lexical]
 
-            semantic: list[Candidate] = []
+            semantic = []
             try:
                 vectors = embeddings.embed([question])
             except Err as error:
                 raise Err(RetrieveError_Internal(debug_variant(error.value))) from None
             if vectors:
-                for near in _corpus(session.nearest, vectors[0], POOL):
-                    semantic.append(Candidate(near.id, near.title, near.doc, near.similarity))
+                semantic = _corpus(session.nearest, vectors[0], POOL)
+            semantic_scores = [near.similarity for near in semantic]
 
             sources: list[Source] = []
-            for score, c in fuse(lexical, semantic, weight)[:limit]:
+            for score, hit, in_lexical in fuse(lexical, lexical_scores, semantic, semantic_scores, weight, limit):
                 # Only a document of the lexical pool matches the expression: asking a snippet
                 # of another would cost a full-text match for nothing.
                 snippet = None
-                if expression is not None and c.lexical:
-                    snippet = _corpus(session.snippet, expression, c.doc)
+                if expression is not None and in_lexical:
+                    snippet = _corpus(session.snippet, expression, hit.doc)
                 if snippet is None:
-                    document = _corpus(session.get, c.id)
+                    document = _corpus(session.get, hit.id)
                     snippet = text_snippet(document.text) if document is not None else ""
-                sources.append(Source(id=c.id, title=c.title, snippet=snippet, score=score))
+                sources.append(Source(id=hit.id, title=hit.title, snippet=snippet, score=score))
             return sources
