@@ -90,13 +90,11 @@ export function fuse(lexical, lexicalScores, semantic, semanticScores, weight, l
   if (!Number.isFinite(floor)) floor = 0;
   const rest = 1 - weight;
 
-  // The semantic score of the first semantic hit of each document (the Rust code's `find`).
-  // Documents are u64 handles, BigInts: a Map compares them by value.
+  // The semantic score of the first semantic hit of each document (the Rust code's `find`):
+  // set from the last to the first, so the first of a document is the one left. Documents are
+  // u64 handles, BigInts: a Map compares them by value.
   const similarityByDoc = new Map();
-  for (let i = 0; i < semantic.length; i++) {
-    const doc = semantic[i].doc;
-    if (!similarityByDoc.has(doc)) similarityByDoc.set(doc, semanticScores[i]);
-  }
+  for (let i = semantic.length - 1; i >= 0; i--) similarityByDoc.set(semantic[i].doc, semanticScores[i]);
   const lexicalDocs = new Set();
 
   // Plain loops, no callbacks: inside the component each function call costs about a microsecond.
@@ -143,11 +141,14 @@ export function fuse(lexical, lexicalScores, semantic, semanticScores, weight, l
         ? low[i] > low[j]
         : compareCodePoints(hits[i].id, hits[j].id) < 0;
   // The best `limit`, by insertion into a list that keeps at most that many: most scores are
-  // compared once, with the last one kept (a full sort compares each about log2(count) times).
+  // compared once, with the last one kept (a full sort compares each about log2(count) times;
+  // without a limit this is an insertion sort, quadratic, of pools that hold 100 hits at most).
   const keep = Math.min(limit, count);
   const kept = [];
   for (let i = 0; i < count; i++) {
     let at = kept.length;
+    // Most scores are below the last kept one: that is seen here, without a call.
+    if (at === keep && high[i] < high[kept[at - 1]]) continue;
     while (at > 0 && ahead(i, kept[at - 1])) at--;
     if (at < keep) {
       kept.splice(at, 0, i);
