@@ -21,7 +21,7 @@ import wit_world
 from componentize_py_types import Err
 from wit_world import RetrieveError_Config, RetrieveError_Corpus, RetrieveError_Internal, Source
 from wit_world.imports import config, embeddings
-from wit_world.imports.corpus import Session
+from wit_world.imports.corpus import Neighbour, Ranked, Session
 
 import retrieval_query
 from hybrid import ID_WEIGHT, LEXICAL_WEIGHT, POOL, debug_variant, fuse, lexical_weight, text_snippet
@@ -40,6 +40,14 @@ def _corpus(call: Callable[..., T], *args: object) -> T:
         return call(*args)
     except Err as error:
         raise Err(RetrieveError_Corpus(debug_variant(error.value))) from None
+
+
+def _lexical_scores(hits: list[Ranked], terms: list[str]) -> list[float]:
+    """The lexical pool's scores: bm25 (negated: higher is better) moved by how well each id names
+    the terms."""
+    folded = retrieval_query.folded_terms(terms)
+    id_match = retrieval_query.id_match_folded
+    return [-hit.rank * (1.0 + ID_WEIGHT * id_match(hit.id, folded)) for hit in hits]
 
 
 class WitWorld(wit_world.WitWorld):
@@ -65,9 +73,7 @@ class WitWorld(wit_world.WitWorld):
             lexical_scores: list[float] = []
             if expression is not None:
                 lexical = _corpus(session.rank, expression, POOL)
-                folded = retrieval_query.folded_terms(terms)
-                id_match = retrieval_query.id_match_folded
-                lexical_scores = [-hit.rank * (1.0 + ID_WEIGHT * id_match(hit.id, folded)) for hit in lexical]
+                lexical_scores = _lexical_scores(lexical, terms)
 
             semantic = []
             try:
@@ -90,3 +96,25 @@ class WitWorld(wit_world.WitWorld):
                     snippet = text_snippet(document.text) if document is not None else ""
                 sources.append(Source(id=hit.id, title=hit.title, snippet=snippet, score=score))
             return sources
+
+
+def _warm_up() -> None:
+    """The ranking code run once, on made-up pools.
+
+    componentize-py runs this module at build time and every call starts from a snapshot of the
+    interpreter taken after it. CPython specialises an instruction the first times it runs (its
+    adaptive interpreter rewrites the bytecode in place): run here, that is done in the snapshot,
+    not redone (and the pages it writes copied) by every call.
+    """
+    hits = [Ranked(id=f"topic:warm_Up.{i}", title="", rank=-float(i), doc=i) for i in range(4)]
+    near = [Neighbour(id=f"warm.{i}", title="", similarity=i / 4, doc=i) for i in range(1, 4)]
+    terms = retrieval_query.terms("Warm up the ranking code, once: café")
+    retrieval_query.fts_expression(terms)
+    retrieval_query.id_match_folded("Émile.zola", retrieval_query.folded_terms(terms))
+    scores = _lexical_scores(hits, terms)
+    for score, hit, _ in fuse(hits, scores, near, [n.similarity for n in near], LEXICAL_WEIGHT, 2):
+        Source(id=hit.id, title=hit.title, snippet=text_snippet(" warm up" * 50), score=score)
+    lexical_weight(" 0.5 ")
+
+
+_warm_up()
