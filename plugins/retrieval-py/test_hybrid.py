@@ -85,6 +85,8 @@ class QueryTests(unittest.TestCase):
             expected = ch == "_" or retrieval_query.is_alphanumeric(ch)
             if bool(word.fullmatch(ch)) != expected:
                 self.fail(f"U+{cp:04X}: regex {not expected}, is_alphanumeric {expected}")
+            if cp < 0x80 and bool(retrieval_query._ASCII_WORD.fullmatch(ch)) != expected:
+                self.fail(f"U+{cp:04X}: the ASCII regex says {not expected}")
 
     def test_ids_match_ignoring_ascii_case_only(self):
         self.assertEqual(id_match("topic:Asyncio.Semaphore", ["asyncio", "semaphore"]), 2.0)
