@@ -27,22 +27,15 @@ const ELLIPSIS = '\u2026';
 // alone would also take '', '0x1', ' 1 ' with other white space, and 'Infinity'.
 const FLOAT = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
 
-/**
- * A document one pool found, with that pool's score (higher is better). `doc` is the host's
- * handle, a u64: a BigInt in JS (compared by value, also as a Map key).
- */
-export function candidate(id, title, doc, score, lexical = false) {
-  return { id, title, doc, score, lexical };
-}
-
 /** Rust's `str::trim`: strips Unicode White_Space (JS's `trim` also strips U+FEFF, not U+0085). */
 export function rustTrim(text) {
-  const chars = Array.from(text);
+  // By UTF-16 unit: every White_Space code point is one unit outside the surrogates, and no
+  // surrogate is white space, so this stops where a walk by code point would.
   let start = 0;
-  let end = chars.length;
-  while (start < end && WHITE_SPACE.has(chars[start].codePointAt(0))) start++;
-  while (end > start && WHITE_SPACE.has(chars[end - 1].codePointAt(0))) end--;
-  return chars.slice(start, end).join('');
+  let end = text.length;
+  while (start < end && WHITE_SPACE.has(text.charCodeAt(start))) start++;
+  while (end > start && WHITE_SPACE.has(text.charCodeAt(end - 1))) end--;
+  return text.slice(start, end);
 }
 
 /** The `lexical_weight` setting: a number in 0..=1; throws a RangeError with the operator's message otherwise. */
@@ -58,67 +51,115 @@ export function lexicalWeight(value) {
 const bitsView = new DataView(new ArrayBuffer(8));
 
 /**
- * The key of Rust's `f64::total_cmp`: -0.0 sorts below +0.0 and NaN above +Infinity. Rust sorts the
- * fused list with it, so ties between 0 and -0 (weight 1: `0 × -0.3`) go as in Rust.
- */
-function totalOrder(x) {
-  bitsView.setFloat64(0, x);
-  const bits = bitsView.getBigInt64(0);
-  return bits < 0n ? bits ^ 0x7fffffffffffffffn : bits;
-}
-
-/**
  * Rust's `String` order: by code point (UTF-8 byte order). JS's `<` compares UTF-16 units, which
- * puts U+10000.. before U+E000..U+FFFF.
+ * puts U+10000.. (surrogate pairs, D800..DFFF) before U+E000..U+FFFF; so at the first unit that
+ * differs, units from D800 up are moved (surrogates above E000..FFFF), which orders well-formed
+ * strings by code point without splitting them into arrays.
  */
 export function compareCodePoints(a, b) {
-  const x = Array.from(a);
-  const y = Array.from(b);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i].codePointAt(0) - y[i].codePointAt(0);
-    if (d !== 0) return d;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x !== y) {
+      if (x >= 0xd800 && y >= 0xd800) {
+        x += x >= 0xe000 ? -0x800 : 0x2000;
+        y += y >= 0xe000 ? -0x800 : 0x2000;
+      }
+      return x - y;
+    }
   }
-  return x.length - y.length;
+  return a.length - b.length;
 }
 
 /**
- * Both pools fused, best first (ties by id): `weight × lexical + (1 - weight) × semantic`, where
- * the lexical score is divided by the pool's best (so the best lexical hit scores 1; a document
- * outside the pool matched no term and scores 0) and the semantic score is the cosine similarity
- * (a document outside the semantic pool is at most as similar as the pool's last, and gets that).
- * Returns `[score, candidate]` pairs.
+ * Both pools fused, best first (ties by id): `[score, hit, inLexical]` triples, the first `limit`
+ * of them (all without one). Each pool is its hits (objects with `id` and `doc`, the host's
+ * records as they came) and, beside them, their scores in that pool (higher is better).
+ *
+ * `weight × lexical + (1 - weight) × semantic`, where the lexical score is divided by the pool's
+ * best (so the best lexical hit scores 1; a document outside the pool matched no term and scores
+ * 0) and the semantic score is the cosine similarity (a document outside the semantic pool is at
+ * most as similar as the pool's last, and gets that).
  */
-export function fuse(lexical, semantic, weight) {
+export function fuse(lexical, lexicalScores, semantic, semanticScores, weight, limit = Infinity) {
   let best = 0;
-  for (const c of lexical) if (Number.isFinite(c.score)) best = Math.max(best, c.score);
+  for (const s of lexicalScores) if (Number.isFinite(s)) best = Math.max(best, s);
   let floor = Infinity;
-  for (const c of semantic) if (Number.isFinite(c.score)) floor = Math.min(floor, c.score);
+  for (const s of semanticScores) if (Number.isFinite(s)) floor = Math.min(floor, s);
   if (!Number.isFinite(floor)) floor = 0;
+  const rest = 1 - weight;
 
-  const lexicalScore = (c) => (best > 0 && Number.isFinite(c.score) ? Math.max(c.score / best, 0) : 0);
-  const semanticScore = (c) => (Number.isFinite(c.score) ? c.score : floor);
+  // The semantic score of the first semantic hit of each document (the Rust code's `find`):
+  // set from the last to the first, so the first of a document is the one left. Documents are
+  // u64 handles, BigInts: a Map compares them by value.
+  const similarityByDoc = new Map();
+  for (let i = semantic.length - 1; i >= 0; i--) similarityByDoc.set(semantic[i].doc, semanticScores[i]);
+  const lexicalDocs = new Set();
 
-  // The first semantic candidate of each document (the Rust code's `find`).
-  const semanticByDoc = new Map();
-  for (const c of semantic) if (!semanticByDoc.has(c.doc)) semanticByDoc.set(c.doc, c);
-  const lexicalDocs = new Set(lexical.map((c) => c.doc));
-
-  const fused = [];
-  for (const c of lexical) {
-    const near = semanticByDoc.get(c.doc);
-    const similarity = near !== undefined ? semanticScore(near) : floor;
-    fused.push([weight * lexicalScore(c) + (1 - weight) * similarity, c]);
+  // Plain loops, no callbacks: inside the component each function call costs about a microsecond.
+  const hits = [];
+  const scores = [];
+  for (let i = 0; i < lexical.length; i++) {
+    const hit = lexical[i];
+    const score = lexicalScores[i];
+    lexicalDocs.add(hit.doc);
+    const near = similarityByDoc.get(hit.doc);
+    const similarity = near === undefined || !Number.isFinite(near) ? floor : near;
+    const value = best > 0 && Number.isFinite(score) ? Math.max(score / best, 0) : 0;
+    hits.push(hit);
+    scores.push(weight * value + rest * similarity);
   }
-  for (const c of semantic) {
-    if (!lexicalDocs.has(c.doc)) fused.push([(1 - weight) * semanticScore(c), c]);
+  const lexicalCount = hits.length;
+  for (let i = 0; i < semantic.length; i++) {
+    const hit = semantic[i];
+    if (lexicalDocs.has(hit.doc)) continue;
+    const score = semanticScores[i];
+    hits.push(hit);
+    scores.push(rest * (Number.isFinite(score) ? score : floor));
   }
-  // Array.prototype.sort is stable, as Rust's `sort_by`.
-  fused.sort(([a, x], [b, y]) => {
-    const ka = totalOrder(a);
-    const kb = totalOrder(b);
-    if (ka !== kb) return kb > ka ? 1 : -1;
-    return compareCodePoints(x.id, y.id);
-  });
+
+  // The key of Rust's `f64::total_cmp` (-0 below +0, NaN above +Infinity: ties between 0 and -0,
+  // weight 1's `0 × -0.3`, go as in Rust), once per score, as two 32-bit halves of the bits with
+  // a negative number's magnitude bits flipped: the high half compares signed, the low unsigned.
+  const count = scores.length;
+  const high = new Int32Array(count);
+  const low = new Uint32Array(count);
+  for (let i = 0; i < count; i++) {
+    bitsView.setFloat64(0, scores[i]);
+    const h = bitsView.getInt32(0);
+    const l = bitsView.getUint32(4);
+    high[i] = h < 0 ? h ^ 0x7fffffff : h;
+    low[i] = h < 0 ? ~l : l;
+  }
+  // Whether the i-th goes before the j-th (i > j): a higher key, or the same and a lower id. Equal
+  // keys and ids keep their order, as Rust's stable `sort_by` does.
+  const ahead = (i, j) =>
+    high[i] !== high[j]
+      ? high[i] > high[j]
+      : low[i] !== low[j]
+        ? low[i] > low[j]
+        : compareCodePoints(hits[i].id, hits[j].id) < 0;
+  // The best `limit`, by insertion into a list that keeps at most that many: most scores are
+  // compared once, with the last one kept (a full sort compares each about log2(count) times;
+  // without a limit this is an insertion sort, quadratic, of pools that hold 100 hits at most).
+  const keep = Math.min(limit, count);
+  const kept = [];
+  for (let i = 0; i < count; i++) {
+    let at = kept.length;
+    // Most scores are below the last kept one: that is seen here, without a call.
+    if (at === keep && high[i] < high[kept[at - 1]]) continue;
+    while (at > 0 && ahead(i, kept[at - 1])) at--;
+    if (at < keep) {
+      kept.splice(at, 0, i);
+      if (kept.length > keep) kept.pop();
+    }
+  }
+  const fused = new Array(kept.length);
+  for (let k = 0; k < kept.length; k++) {
+    const i = kept[k];
+    fused[k] = [scores[i], hits[i], i < lexicalCount];
+  }
   return fused;
 }
 
@@ -133,19 +174,19 @@ function utf8Length(cp) {
  */
 export function textSnippet(text) {
   const trimmed = rustTrim(text);
-  const chars = Array.from(trimmed);
-  const bytes = chars.reduce((n, ch) => n + utf8Length(ch.codePointAt(0)), 0);
-  if (bytes <= TEXT_SNIPPET_BYTES) return trimmed;
+  // The UTF-8 bytes of the first code points, up to the first that goes past the budget (walked
+  // by code point: a lone surrogate counts 3 bytes, as one would in Array.from's split).
   const budget = TEXT_SNIPPET_BYTES - utf8Length(ELLIPSIS.codePointAt(0));
   let used = 0;
-  let kept = '';
-  for (const ch of chars) {
-    const n = utf8Length(ch.codePointAt(0));
-    if (used + n > budget) break;
-    used += n;
-    kept += ch;
+  let cut = -1;
+  for (let i = 0; i < trimmed.length; ) {
+    const cp = trimmed.codePointAt(i);
+    used += utf8Length(cp);
+    if (used > budget && cut < 0) cut = i;
+    if (used > TEXT_SNIPPET_BYTES) return trimmed.slice(0, cut) + ELLIPSIS;
+    i += cp > 0xffff ? 2 : 1;
   }
-  return kept + ELLIPSIS;
+  return trimmed;
 }
 
 const DEBUG_ESCAPES = { '\t': '\\t', '\r': '\\r', '\n': '\\n', '\\': '\\\\', '"': '\\"', '\0': '\\0' };

@@ -4,10 +4,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { TEXT_SNIPPET_BYTES, candidate, compareCodePoints, debugStr, debugVariant, fuse, lexicalWeight, textSnippet } from './hybrid.js';
-import { MAX_TERMS, ftsExpression, idMatch, terms } from './query.js';
+import { TEXT_SNIPPET_BYTES, compareCodePoints, debugStr, debugVariant, fuse, lexicalWeight, textSnippet } from './hybrid.js';
+import { MAX_TERMS, foldedTerms, ftsExpression, idMatch, idMatchFolded, idMatches, isAlphanumeric, terms, words } from './query.js';
 
-const c = (id, doc, score) => candidate(id, id, BigInt(doc), score);
+// A hit as the host's records give it (`doc` a u64: a BigInt), with its score in its pool.
+const c = (id, doc, score) => [{ id, title: id, doc: BigInt(doc) }, score];
+// `fuse` of two pools given as [hit, score] pairs.
+const fusePairs = (lexical, semantic, weight, limit) =>
+  fuse(lexical.map(([h]) => h), lexical.map(([, s]) => s), semantic.map(([h]) => h), semantic.map(([, s]) => s), weight, limit);
 const ids = (fused) => fused.map(([, x]) => x.id);
 const utf8 = (s) => new TextEncoder().encode(s).length;
 
@@ -53,42 +57,79 @@ test("Rust's alphanumerics, by code point", () => {
   assert.equal(terms('𝔘'.repeat(60))[0].length, 2 * 48); // 48 code points, 96 UTF-16 units
 });
 
+test('words are runs of Rust alphanumerics, at every code point', () => {
+  // The regular expression that splits a question agrees with `isAlphanumeric` (the table Rust's
+  // `char::is_alphanumeric` was generated into) on every code point.
+  for (let cp = 0; cp <= 0x10ffff; cp++) {
+    const ch = String.fromCodePoint(cp);
+    const expected = ch === '_' || isAlphanumeric(cp);
+    const found = words(`.${ch}.`);
+    if ((found.length === 1 && found[0] === ch) !== expected) assert.fail(`U+${cp.toString(16)}: expected ${expected}`);
+  }
+});
+
 test('ids match ignoring ASCII case only', () => {
   assert.equal(idMatch('topic:Asyncio.Semaphore', ['asyncio', 'semaphore']), 2);
   assert.equal(idMatch('ÉTAT', ['état']), -0.5);
+  assert.equal(idMatch('Émile_ZOLA.x', ['émile', 'zola']), 0);
+  assert.equal(idMatch('a..b_', ['A', 'b']), 2);
+});
+
+test('ids scored together score as each alone', () => {
+  const folded = foldedTerms(terms('asyncio semaphore TOPIC json Émile'));
+  const ascii = ['asyncio.Semaphore', 'topic:Asyncio.Semaphore', 'TOPIC:json', 'topic:topic:json', 'a..b_', '', 'x_json.'];
+  for (const ids of [ascii, [...ascii, 'Émile.x'], [...ascii, 'line\nfeed'], [...ascii, '\ntopic:json'], []]) {
+    assert.deepEqual(idMatches(ids, folded), ids.map((id) => idMatchFolded(id, folded)), JSON.stringify(ids));
+  }
 });
 
 test('a document in both pools beats one in either', () => {
-  const fused = fuse([c('a', 1, 10), c('b', 2, 8)], [c('c', 3, 0.9), c('b', 2, 0.8), c('d', 4, 0.5)], 0.5);
+  const fused = fusePairs([c('a', 1, 10), c('b', 2, 8)], [c('c', 3, 0.9), c('b', 2, 0.8), c('d', 4, 0.5)], 0.5);
   assert.deepEqual(ids(fused), ['b', 'a', 'c', 'd']);
   assert.ok(Math.abs(fused[0][0] - 0.8) < 1e-9);
   assert.ok(Math.abs(fused[1][0] - 0.75) < 1e-9);
 });
 
+test('a limit keeps the first of the full ranking and says which pool', () => {
+  const lexical = [c('a', 1, 10), c('b', 2, 8)];
+  const semantic = [c('c', 3, 0.9), c('b', 2, 0.8), c('d', 4, 0.5)];
+  const full = fusePairs(lexical, semantic, 0.5);
+  for (let limit = 0; limit < 6; limit++) assert.deepEqual(fusePairs(lexical, semantic, 0.5, limit), full.slice(0, limit));
+  assert.deepEqual(full.map(([, , inLexical]) => inLexical), [true, true, false, false]);
+});
+
 test('the weight moves between lexical and semantic', () => {
-  assert.equal(ids(fuse([c('lex', 1, 5)], [c('sem', 2, 0.9), c('lex', 1, 0.1)], 1))[0], 'lex');
-  assert.equal(ids(fuse([c('lex', 1, 5)], [c('sem', 2, 0.9), c('lex', 1, 0.1)], 0))[0], 'sem');
+  assert.equal(ids(fusePairs([c('lex', 1, 5)], [c('sem', 2, 0.9), c('lex', 1, 0.1)], 1))[0], 'lex');
+  assert.equal(ids(fusePairs([c('lex', 1, 5)], [c('sem', 2, 0.9), c('lex', 1, 0.1)], 0))[0], 'sem');
 });
 
 test('either pool alone is ranked as it came', () => {
-  assert.deepEqual(ids(fuse([], [c('x', 1, 0.7), c('y', 2, 0.9)], 0.3)), ['y', 'x']);
-  assert.deepEqual(ids(fuse([c('x', 1, 2), c('y', 2, 3)], [], 0.3)), ['y', 'x']);
-  assert.deepEqual(fuse([], [], 0.3), []);
+  assert.deepEqual(ids(fusePairs([], [c('x', 1, 0.7), c('y', 2, 0.9)], 0.3)), ['y', 'x']);
+  assert.deepEqual(ids(fusePairs([c('x', 1, 2), c('y', 2, 3)], [], 0.3)), ['y', 'x']);
+  assert.deepEqual(fusePairs([], [], 0.3), []);
 });
 
 test('ties are broken by id and non-finite scores sink', () => {
-  assert.deepEqual(ids(fuse([], [c('b', 2, 0.5), c('a', 1, 0.5)], 0.3)), ['a', 'b']);
-  const fused = fuse([c('nan', 1, NaN), c('ok', 2, 1)], [], 0.3);
+  assert.deepEqual(ids(fusePairs([], [c('b', 2, 0.5), c('a', 1, 0.5)], 0.3)), ['a', 'b']);
+  const fused = fusePairs([c('nan', 1, NaN), c('ok', 2, 1)], [], 0.3);
   assert.deepEqual(ids(fused), ['ok', 'nan']);
   assert.ok(fused.every(([s]) => Number.isFinite(s)));
 });
 
 test("+0 beats -0, as in Rust's total_cmp", () => {
-  assert.deepEqual(ids(fuse([], [c('a', 1, -0.2), c('b', 2, 0.1)], 1)), ['b', 'a']);
+  assert.deepEqual(ids(fusePairs([], [c('a', 1, -0.2), c('b', 2, 0.1)], 1)), ['b', 'a']);
 });
 
 test('ids compare by code point, as Rust strings', () => {
   assert.ok(compareCodePoints('\u{E000}', '\u{10000}') < 0); // '<' on UTF-16 says the opposite
+  const sign = (a, b) => Math.sign(compareCodePoints(a, b));
+  const byCodePoint = (a, b) => {
+    const [x, y] = [Array.from(a, (ch) => ch.codePointAt(0)), Array.from(b, (ch) => ch.codePointAt(0))];
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return Math.sign(x[i] - y[i]);
+    return Math.sign(x.length - y.length);
+  };
+  const samples = ['', 'a', 'ab', 'b', '\u{7f}', '\u{d7ff}', '\u{e000}', '\u{ffff}', '\u{10000}', '\u{10ffff}', 'a\u{10000}', 'a\u{e000}'];
+  for (const a of samples) for (const b of samples) assert.equal(sign(a, b), byCodePoint(a, b), `${a} ${b}`);
 });
 
 test('the weight setting is checked', () => {
@@ -106,6 +147,10 @@ test('text snippets are bounded on character boundaries', () => {
   const snippet = textSnippet('é'.repeat(400));
   assert.ok(utf8(snippet) <= TEXT_SNIPPET_BYTES);
   assert.ok(snippet.endsWith('…'));
+  // Exactly the budget is kept whole; one byte more is cut to 297 bytes and the ellipsis.
+  assert.equal(textSnippet(`\u{3000}${'a'.repeat(300)}\u{2029}`), 'a'.repeat(300));
+  assert.equal(textSnippet('a'.repeat(301)), `${'a'.repeat(297)}…`);
+  assert.equal(textSnippet(`${'a'.repeat(296)}𝔘b`), `${'a'.repeat(296)}…`);
 });
 
 test('debug formatting follows Rust', () => {

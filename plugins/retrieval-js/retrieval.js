@@ -21,8 +21,8 @@ import { get as configGet } from 'turnstile:retrieval/config@0.1.3';
 import { Session } from 'turnstile:retrieval/corpus@0.1.3';
 import { embed } from 'turnstile:retrieval/embeddings@0.1.3';
 
-import { ID_WEIGHT, LEXICAL_WEIGHT, POOL, candidate, debugVariant, fuse, lexicalWeight, textSnippet } from './hybrid.js';
-import { ftsExpression, idMatch, terms } from './query.js';
+import { ID_WEIGHT, LEXICAL_WEIGHT, POOL, debugVariant, fuse, lexicalWeight, textSnippet } from './hybrid.js';
+import { foldedTerms, ftsExpression, idMatches, terms } from './query.js';
 
 // The bindings release a resource on `Symbol.dispose`, or on `Symbol.for('dispose')` where the
 // engine has no `Symbol.dispose`.
@@ -55,6 +55,16 @@ function corpus(call) {
   }
 }
 
+/** The lexical pool's scores: bm25 (negated: higher is better) moved by how well each id names the terms. */
+function lexicalPool(hits, queryTerms) {
+  const ids = new Array(hits.length);
+  for (let i = 0; i < hits.length; i++) ids[i] = hits[i].id;
+  const matches = idMatches(ids, foldedTerms(queryTerms));
+  const scores = new Array(hits.length);
+  for (let i = 0; i < hits.length; i++) scores[i] = -hits[i].rank * (1 + ID_WEIGHT * matches[i]);
+  return scores;
+}
+
 /** The component's export: answer one question with at most `limit` sources, best first. */
 export function retrieve(question, limit) {
   const setting = configGet('lexical_weight');
@@ -71,15 +81,15 @@ export function retrieve(question, limit) {
 
   const session = corpus(() => Session.open());
   try {
-    const lexical = [];
+    // The pools are the host's records as they came, their scores in arrays beside them.
+    let lexical = [];
+    let lexicalScores = [];
     if (expression !== null) {
-      for (const hit of corpus(() => session.rank(expression, POOL))) {
-        const score = -hit.rank * (1 + ID_WEIGHT * idMatch(hit.id, queryTerms));
-        lexical.push(candidate(hit.id, hit.title, hit.doc, score, true));
-      }
+      lexical = corpus(() => session.rank(expression, POOL));
+      lexicalScores = lexicalPool(lexical, queryTerms);
     }
 
-    const semantic = [];
+    let semantic = [];
     let vectors;
     try {
       vectors = embed([question]);
@@ -87,27 +97,40 @@ export function retrieve(question, limit) {
       if (isComponentError(error)) throw new RetrieveError('internal', debugVariant('EmbedError', error.payload));
       throw error;
     }
-    if (vectors.length > 0) {
-      for (const near of corpus(() => session.nearest(vectors[0], POOL))) {
-        semantic.push(candidate(near.id, near.title, near.doc, near.similarity));
-      }
-    }
+    if (vectors.length > 0) semantic = corpus(() => session.nearest(vectors[0], POOL));
+    const semanticScores = new Array(semantic.length);
+    for (let i = 0; i < semantic.length; i++) semanticScores[i] = semantic[i].similarity;
 
-    return fuse(lexical, semantic, weight)
-      .slice(0, limit)
-      .map(([score, c]) => {
-        // Only a document of the lexical pool matches the expression: asking a snippet of
-        // another would cost a full-text match for nothing.
-        let snippet;
-        if (expression !== null && c.lexical) snippet = corpus(() => session.snippet(expression, c.doc));
-        if (snippet === undefined) {
-          const document = corpus(() => session.get(c.id));
-          snippet = document !== undefined ? textSnippet(document.text) : '';
-        }
-        return { id: c.id, title: c.title, snippet, score };
-      });
+    return fuse(lexical, lexicalScores, semantic, semanticScores, weight, limit).map(([score, hit, inLexical]) => {
+      // Only a document of the lexical pool matches the expression: asking a snippet of another
+      // would cost a full-text match for nothing.
+      let snippet;
+      if (expression !== null && inLexical) snippet = corpus(() => session.snippet(expression, hit.doc));
+      if (snippet === undefined) {
+        const document = corpus(() => session.get(hit.id));
+        snippet = document !== undefined ? textSnippet(document.text) : '';
+      }
+      return { id: hit.id, title: hit.title, snippet, score };
+    });
   } finally {
     // Release the host's connection now, as Rust's drop does, rather than at some later GC.
     session[dispose]();
   }
+}
+
+// componentize-js runs this module once, at build time, and every call starts from a snapshot of
+// the engine taken after it. SpiderMonkey compiles a function's bytecode, and a regular
+// expression's, the first time it runs: run the ranking code once here, on made-up pools, so
+// that is in the snapshot rather than redone by every call.
+{
+  const hits = [];
+  for (let i = 0; i < 4; i++) hits.push({ id: `topic:warm_Up.${i}`, title: '', doc: BigInt(i), rank: -i, similarity: i / 4 });
+  const queryTerms = terms('Warm up the ranking code, once: café');
+  ftsExpression(queryTerms);
+  idMatches(['Émile.zola', 'x\ny'], foldedTerms(queryTerms));
+  const scores = lexicalPool(hits, queryTerms);
+  fuse(hits.slice(0, 3), scores.slice(0, 3), hits.slice(1), [0.5, -0, NaN], LEXICAL_WEIGHT, 2);
+  textSnippet(` ${'warm up '.repeat(50)}`);
+  lexicalWeight(' 0.5 ');
+  debugVariant('CorpusError', { tag: 'bad-expression', val: 'warm up' });
 }

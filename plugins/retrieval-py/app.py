@@ -21,10 +21,10 @@ import wit_world
 from componentize_py_types import Err
 from wit_world import RetrieveError_Config, RetrieveError_Corpus, RetrieveError_Internal, Source
 from wit_world.imports import config, embeddings
-from wit_world.imports.corpus import Session
+from wit_world.imports.corpus import Neighbour, Ranked, Session
 
 import retrieval_query
-from hybrid import ID_WEIGHT, LEXICAL_WEIGHT, POOL, Candidate, debug_variant, fuse, lexical_weight, text_snippet
+from hybrid import ID_WEIGHT, LEXICAL_WEIGHT, POOL, debug_variant, fuse, lexical_weight, text_snippet
 
 T = TypeVar("T")
 
@@ -40,6 +40,14 @@ def _corpus(call: Callable[..., T], *args: object) -> T:
         return call(*args)
     except Err as error:
         raise Err(RetrieveError_Corpus(debug_variant(error.value))) from None
+
+
+def _lexical_scores(hits: list[Ranked], terms: list[str]) -> list[float]:
+    """The lexical pool's scores: bm25 (negated: higher is better) moved by how well each id names
+    the terms."""
+    folded = retrieval_query.folded_terms(terms)
+    id_match = retrieval_query.id_match_folded
+    return [-hit.rank * (1.0 + ID_WEIGHT * id_match(hit.id, folded)) for hit in hits]
 
 
 class WitWorld(wit_world.WitWorld):
@@ -60,30 +68,53 @@ class WitWorld(wit_world.WitWorld):
         # The session is a resource: `with` drops it (closing the host's connection) on every
         # path out, as Rust's drop does.
         with _corpus(Session.open) as session:
-            lexical: list[Candidate] = []
+            # The pools are the host's records as they came, their scores in lists beside them.
+            lexical = []
+            lexical_scores: list[float] = []
             if expression is not None:
-                for hit in _corpus(session.rank, expression, POOL):
-                    score = -hit.rank * (1.0 + ID_WEIGHT * retrieval_query.id_match(hit.id, terms))
-                    lexical.append(Candidate(hit.id, hit.title, hit.doc, score, lexical=True))
+                lexical = _corpus(session.rank, expression, POOL)
+                lexical_scores = _lexical_scores(lexical, terms)
 
-            semantic: list[Candidate] = []
+            semantic = []
             try:
                 vectors = embeddings.embed([question])
             except Err as error:
                 raise Err(RetrieveError_Internal(debug_variant(error.value))) from None
             if vectors:
-                for near in _corpus(session.nearest, vectors[0], POOL):
-                    semantic.append(Candidate(near.id, near.title, near.doc, near.similarity))
+                semantic = _corpus(session.nearest, vectors[0], POOL)
+            semantic_scores = [near.similarity for near in semantic]
 
             sources: list[Source] = []
-            for score, c in fuse(lexical, semantic, weight)[:limit]:
+            for score, hit, in_lexical in fuse(lexical, lexical_scores, semantic, semantic_scores, weight, limit):
                 # Only a document of the lexical pool matches the expression: asking a snippet
                 # of another would cost a full-text match for nothing.
                 snippet = None
-                if expression is not None and c.lexical:
-                    snippet = _corpus(session.snippet, expression, c.doc)
+                if expression is not None and in_lexical:
+                    snippet = _corpus(session.snippet, expression, hit.doc)
                 if snippet is None:
-                    document = _corpus(session.get, c.id)
+                    document = _corpus(session.get, hit.id)
                     snippet = text_snippet(document.text) if document is not None else ""
-                sources.append(Source(id=c.id, title=c.title, snippet=snippet, score=score))
+                sources.append(Source(id=hit.id, title=hit.title, snippet=snippet, score=score))
             return sources
+
+
+def _warm_up() -> None:
+    """The ranking code run once, on made-up pools.
+
+    componentize-py runs this module at build time and every call starts from a snapshot of the
+    interpreter taken after it. CPython specialises an instruction the first times it runs (its
+    adaptive interpreter rewrites the bytecode in place): run here, that is done in the snapshot,
+    not redone (and the pages it writes copied) by every call.
+    """
+    hits = [Ranked(id=f"topic:warm_Up.{i}", title="", rank=-float(i), doc=i) for i in range(4)]
+    near = [Neighbour(id=f"warm.{i}", title="", similarity=i / 4, doc=i) for i in range(1, 4)]
+    terms = retrieval_query.terms("Warm up the ranking code, once: café")
+    retrieval_query.fts_expression(terms)
+    retrieval_query.id_match_folded("Émile.zola", retrieval_query.folded_terms(terms))
+    scores = _lexical_scores(hits, terms)
+    for score, hit, _ in fuse(hits, scores, near, [n.similarity for n in near], LEXICAL_WEIGHT, 2):
+        Source(id=hit.id, title=hit.title, snippet=text_snippet(" warm up" * 50), score=score)
+    lexical_weight(" 0.5 ")
+
+
+_warm_up()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass
+from typing import Protocol, Sequence, TypeVar
 
 from retrieval_query import is_debug_escaped
 from unicode_tables import WHITE_SPACE
@@ -31,21 +31,19 @@ LEXICAL_WEIGHT = 0.15
 TEXT_SNIPPET_BYTES = 300
 
 _ELLIPSIS = "\u2026"
+_ELLIPSIS_BYTES = len(_ELLIPSIS.encode("utf-8"))
 # What Rust's `str::parse::<f64>` accepts, less `inf`/`nan` (which are outside 0..=1 anyway).
 # ASCII digits only: Python's `float` would also take other scripts' digits and `_` separators.
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-@dataclass
-class Candidate:
-    """A document one pool found, with that pool's score (higher is better)."""
+class Hit(Protocol):
+    """A document one pool found: what `fuse` reads of the host's `Ranked` and `Nearest` records
+    (the pools are passed as the host's own objects, with their scores beside them, rather than
+    copied into objects of the plugin's)."""
 
     id: str
-    title: str
     doc: int
-    score: float
-    #: Whether the lexical pool has it (it matches the question's terms).
-    lexical: bool = False
 
 
 def rust_trim(text: str) -> str:
@@ -64,53 +62,75 @@ def lexical_weight(value: str) -> float:
     raise ValueError(f"lexical_weight must be a number in 0..=1, not {debug_str(value)}")
 
 
-def _total_order(x: float) -> int:
-    """The key of Rust's `f64::total_cmp`: -0.0 sorts below +0.0 and NaN above +inf. Rust sorts
-    the fused list with it, so ties between 0.0 and -0.0 (weight 1: `0 × -0.3`) go as in Rust."""
-    bits = struct.unpack("<q", struct.pack("<d", x))[0]
-    return bits ^ 0x7FFF_FFFF_FFFF_FFFF if bits < 0 else bits
+#: Flips the magnitude bits of a negative double's bit pattern (`f64::total_cmp`'s key).
+_MAGNITUDE = 0x7FFF_FFFF_FFFF_FFFF
+
+H = TypeVar("H", bound=Hit)
 
 
-def fuse(lexical: list[Candidate], semantic: list[Candidate], weight: float) -> list[tuple[float, Candidate]]:
-    """Both pools fused, best first (ties by id).
+def _descending_keys(scores: Sequence[float]) -> list[int]:
+    """For each score, an int that sorts it best first in the order of Rust's `f64::total_cmp`
+    (-0.0 below +0.0, NaN above +inf): Rust sorts the fused list with it, so ties between 0.0 and
+    -0.0 (weight 1: `0 × -0.3`) go as in Rust. All scores are read as bits in one `struct` call."""
+    count = len(scores)
+    bits = struct.unpack(f"<{count}q", struct.pack(f"<{count}d", *scores))
+    return [-(b ^ _MAGNITUDE) if b < 0 else -b for b in bits]
+
+
+def fuse(
+    lexical: Sequence[H],
+    lexical_scores: Sequence[float],
+    semantic: Sequence[H],
+    semantic_scores: Sequence[float],
+    weight: float,
+    limit: int | None = None,
+) -> list[tuple[float, H, bool]]:
+    """Both pools fused, best first (ties by id): `(score, hit, in the lexical pool)`, the first
+    `limit` of them (all without one). Each pool is its hits and, beside them, their scores in
+    that pool (higher is better).
 
     `weight × lexical + (1 - weight) × semantic`, where the lexical score is divided by the pool's
     best (so the best lexical hit scores 1; a document outside the pool matched no term and scores
     0) and the semantic score is the cosine similarity (a document outside the semantic pool is at
     most as similar as the pool's last, and gets that).
     """
-    best = max((c.score for c in lexical if math.isfinite(c.score)), default=0.0)
-    best = max(best, 0.0)
-    floor = min((c.score for c in semantic if math.isfinite(c.score)), default=math.inf)
-    if not math.isfinite(floor):
+    isfinite = math.isfinite
+    best = max(max(filter(isfinite, lexical_scores), default=0.0), 0.0)
+    floor = min(filter(isfinite, semantic_scores), default=math.inf)
+    if not isfinite(floor):
         floor = 0.0
+    rest = 1.0 - weight
 
-    def lexical_score(c: Candidate) -> float:
-        if best > 0.0 and math.isfinite(c.score):
-            return max(c.score / best, 0.0)
-        return 0.0
+    # The semantic score of the first semantic hit of each document (the Rust code's `find`):
+    # built from the end, so the first of a document is the one left.
+    semantic_docs = [h.doc for h in semantic]
+    similarity_by_doc = dict(zip(reversed(semantic_docs), reversed(semantic_scores)))
+    lexical_docs = [h.doc for h in lexical]
+    in_lexical = set(lexical_docs)
 
-    def semantic_score(c: Candidate) -> float:
-        return c.score if math.isfinite(c.score) else floor
-
-    # The first semantic candidate of each document (the Rust code's `find`).
-    semantic_by_doc: dict[int, Candidate] = {}
-    for c in semantic:
-        semantic_by_doc.setdefault(c.doc, c)
-    lexical_docs = {c.doc for c in lexical}
-
-    fused: list[tuple[float, Candidate]] = []
-    for c in lexical:
-        near = semantic_by_doc.get(c.doc)
-        similarity = semantic_score(near) if near is not None else floor
-        fused.append((weight * lexical_score(c) + (1.0 - weight) * similarity, c))
-    for c in semantic:
-        if c.doc not in lexical_docs:
-            fused.append(((1.0 - weight) * semantic_score(c), c))
-    # Python compares str by code point, which is the byte order of UTF-8 that Rust's `String`
-    # comparison uses. The sort is stable, as Rust's `sort_by`.
-    fused.sort(key=lambda pair: (-_total_order(pair[0]), pair[1].id))
-    return fused
+    hits: list[H] = []
+    scores: list[float] = []
+    for hit, doc, score in zip(lexical, lexical_docs, lexical_scores):
+        near = similarity_by_doc.get(doc)
+        if near is None:
+            similarity = floor
+        else:
+            similarity = near if isfinite(near) else floor
+        value = max(score / best, 0.0) if best > 0.0 and isfinite(score) else 0.0
+        hits.append(hit)
+        scores.append(weight * value + rest * similarity)
+    lexical_count = len(hits)
+    for hit, doc, score in zip(semantic, semantic_docs, semantic_scores):
+        if doc not in in_lexical:
+            hits.append(hit)
+            scores.append(rest * (score if isfinite(score) else floor))
+    # Sorted by (key, id, position): Python compares str by code point, which is the byte order
+    # of UTF-8 that Rust's `String` comparison uses, and the position keeps equal pairs in their
+    # order, as Rust's stable `sort_by` does.
+    order = sorted(zip(_descending_keys(scores), [h.id for h in hits], range(len(hits))))
+    if limit is not None:
+        order = order[:limit]
+    return [(scores[i], hits[i], i < lexical_count) for _, _, i in order]
 
 
 def text_snippet(text: str) -> str:
@@ -120,7 +140,7 @@ def text_snippet(text: str) -> str:
     encoded = text.encode("utf-8")
     if len(encoded) <= TEXT_SNIPPET_BYTES:
         return text
-    end = TEXT_SNIPPET_BYTES - len(_ELLIPSIS.encode("utf-8"))
+    end = TEXT_SNIPPET_BYTES - _ELLIPSIS_BYTES
     while end > 0 and (encoded[end] & 0xC0) == 0x80:  # a continuation byte: not a boundary
         end -= 1
     return encoded[:end].decode("utf-8") + _ELLIPSIS

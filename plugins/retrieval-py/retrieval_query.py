@@ -36,8 +36,6 @@ STOP_WORDS = frozenset((
 
 # `str.translate` table folding ASCII letters only, as Rust's `eq_ignore_ascii_case` does.
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-# Separators of an id's segments.
-_ID_SEPARATORS = re.compile(r"[._]")
 
 
 def in_ranges(cp: int, starts: tuple[int, ...], ends: tuple[int, ...]) -> bool:
@@ -64,35 +62,62 @@ def is_debug_escaped(ch: str) -> bool:
     return in_ranges(ord(ch), DEBUG_ESCAPED_STARTS, DEBUG_ESCAPED_ENDS)
 
 
+def _word_pattern() -> re.Pattern[str]:
+    """A run of `_` and Rust alphanumerics (the ranges of `is_alphanumeric`) as one character
+    class, so a question is split into words by the regex engine rather than a Python loop."""
+    ranges = "".join(f"\\U{start:08x}-\\U{end:08x}" for start, end in zip(ALNUM_STARTS, ALNUM_ENDS))
+    return re.compile(f"[_{ranges}]+")
+
+
+#: The maximal runs of alphanumerics and `_`. Compiled here, at module level: componentize-py runs
+#: this module once, at build time, and every call starts from that snapshot, so the expressions
+#: are compiled once and for all, not per call.
+_WORD = _word_pattern()
+#: The same in an ASCII question, where Rust's alphanumerics are the ASCII letters and digits: a
+#: small expression, where `_WORD`'s hundreds of ranges are searched for every other character.
+_ASCII_WORD = re.compile("[0-9A-Za-z_]+")
+
+
 def _words(question: str) -> list[str]:
     """The maximal runs of alphanumerics and `_` in `question`, in order."""
-    words: list[str] = []
-    current: list[str] = []
-    for ch in question:
-        if ch == "_" or is_alphanumeric(ch):
-            current.append(ch)
-        elif current:
-            words.append("".join(current))
-            current = []
-    if current:
-        words.append("".join(current))
-    return words
+    return (_ASCII_WORD if question.isascii() else _WORD).findall(question)
 
 
 def terms(question: str) -> list[str]:
     """Lowercased alphanumeric terms of `question`, stop words dropped (unless nothing else is
     left), deduplicated in order of appearance, at most MAX_TERMS."""
-    all_terms: list[str] = []
-    for word in _words(question):
-        # Lowercase first, then cut: lowercasing can change the length (`İ` is two code points
-        # lowercased), and the crate cuts the lowercased word. Python's `lower` applies the
-        # final-sigma rule within the word, as Rust's `to_lowercase` does.
-        word = word.lower()[:MAX_TERM_CHARS]
-        if word not in all_terms:
-            all_terms.append(word)
+    # Lowercase first, then cut: lowercasing can change the length (`İ` is two code points
+    # lowercased), and the crate cuts the lowercased word. Python's `lower` applies the
+    # final-sigma rule within the word, as Rust's `to_lowercase` does. `dict.fromkeys` keeps the
+    # first of each, in order.
+    all_terms = list(dict.fromkeys(word.lower()[:MAX_TERM_CHARS] for word in _words(question)))
     content = [w for w in all_terms if w not in STOP_WORDS]
     chosen = content if content else all_terms
     return chosen[:MAX_TERMS]
+
+
+def _ascii_folded(text: str) -> str:
+    """`text` with its ASCII letters lowercased and nothing else (`str.lower` where that is the
+    same, which is the C fast path)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+
+
+def folded_terms(query_terms: list[str]) -> frozenset[str]:
+    """The question's terms as `id_match_folded` compares them: ASCII case folded. Made once per
+    question, not once per hit."""
+    return frozenset(map(_ascii_folded, query_terms))
+
+
+def id_match_folded(doc_id: str, folded: frozenset[str]) -> float:
+    """`id_match` against terms already folded by `folded_terms`."""
+    if doc_id.startswith("topic:"):
+        doc_id = doc_id[len("topic:"):]
+    score = 0.0
+    # Folding the id once, before it is split, folds each segment: `.` and `_` are not letters.
+    for segment in _ascii_folded(doc_id).replace("_", ".").split("."):
+        if segment:
+            score += 1.0 if segment in folded else -0.5
+    return score
 
 
 def id_match(doc_id: str, query_terms: list[str]) -> float:
@@ -100,16 +125,10 @@ def id_match(doc_id: str, query_terms: list[str]) -> float:
     and `_`) that is a term, ignoring ASCII case, -0.5 for each that is not.
 
     `asyncio.Semaphore` matches "asyncio semaphore" better than `asyncio.Semaphore.locked` or
-    `asyncio.BoundedSemaphore`.
+    `asyncio.BoundedSemaphore`. To score many ids against one question, fold its terms once
+    (`folded_terms`) and call `id_match_folded`.
     """
-    if doc_id.startswith("topic:"):
-        doc_id = doc_id[len("topic:"):]
-    folded_terms = {t.translate(_ASCII_LOWER) for t in query_terms}
-    score = 0.0
-    for segment in _ID_SEPARATORS.split(doc_id):
-        if segment:
-            score += 1.0 if segment.translate(_ASCII_LOWER) in folded_terms else -0.5
-    return score
+    return id_match_folded(doc_id, folded_terms(query_terms))
 
 
 def fts_expression(query_terms: list[str]) -> str | None:

@@ -5,17 +5,33 @@ Run: `python3 -m unittest -v test_hybrid` in this directory (no component build 
 
 import math
 import unittest
+from typing import NamedTuple
 
-from hybrid import TEXT_SNIPPET_BYTES, Candidate, debug_str, fuse, lexical_weight, text_snippet
+import retrieval_query
+from hybrid import TEXT_SNIPPET_BYTES, debug_str, fuse, lexical_weight, text_snippet
 from retrieval_query import MAX_TERMS, fts_expression, id_match, terms
 
 
-def c(doc_id: str, doc: int, score: float) -> Candidate:
-    return Candidate(doc_id, doc_id, doc, score)
+class Hit(NamedTuple):
+    """What the host's `Ranked` and `Nearest` records give `fuse`."""
+
+    id: str
+    title: str
+    doc: int
+
+
+def c(doc_id: str, doc: int, score: float) -> tuple[Hit, float]:
+    return Hit(doc_id, doc_id, doc), score
+
+
+def fuse_pairs(lexical, semantic, weight, limit=None):
+    """`fuse` of two pools given as (hit, score) pairs."""
+    pools = [([h for h, _ in pool], [s for _, s in pool]) for pool in (lexical, semantic)]
+    return fuse(*pools[0], *pools[1], weight, limit)
 
 
 def ids(fused):
-    return [candidate.id for _, candidate in fused]
+    return [hit.id for _, hit, _ in fused]
 
 
 class QueryTests(unittest.TestCase):
@@ -60,36 +76,58 @@ class QueryTests(unittest.TestCase):
         self.assertEqual(terms("किताब"), ["किताब"])
         self.assertEqual(terms("snake_case x"), ["snake_case", "x"])
 
+    def test_words_are_runs_of_rust_alphanumerics_at_every_code_point(self):
+        # The regex that splits a question must agree with `is_alphanumeric` (the table Rust's
+        # `char::is_alphanumeric` was generated into) on every code point, surrogates included.
+        word = retrieval_query._WORD
+        for cp in range(0x110000):
+            ch = chr(cp)
+            expected = ch == "_" or retrieval_query.is_alphanumeric(ch)
+            if bool(word.fullmatch(ch)) != expected:
+                self.fail(f"U+{cp:04X}: regex {not expected}, is_alphanumeric {expected}")
+            if cp < 0x80 and bool(retrieval_query._ASCII_WORD.fullmatch(ch)) != expected:
+                self.fail(f"U+{cp:04X}: the ASCII regex says {not expected}")
+
     def test_ids_match_ignoring_ascii_case_only(self):
         self.assertEqual(id_match("topic:Asyncio.Semaphore", ["asyncio", "semaphore"]), 2.0)
         self.assertEqual(id_match("ÉTAT", ["état"]), -0.5)
+        self.assertEqual(id_match("Émile_ZOLA.x", ["émile", "zola"]), 0.0)
+        self.assertEqual(id_match("a..b_", ["A", "b"]), 2.0)
 
 
 class HybridTests(unittest.TestCase):
     def test_a_document_in_both_pools_beats_one_in_either(self):
-        fused = fuse([c("a", 1, 10.0), c("b", 2, 8.0)], [c("c", 3, 0.9), c("b", 2, 0.8), c("d", 4, 0.5)], 0.5)
+        fused = fuse_pairs([c("a", 1, 10.0), c("b", 2, 8.0)], [c("c", 3, 0.9), c("b", 2, 0.8), c("d", 4, 0.5)], 0.5)
         self.assertEqual(ids(fused), ["b", "a", "c", "d"])
         self.assertAlmostEqual(fused[0][0], 0.8)
         self.assertAlmostEqual(fused[1][0], 0.75)
 
+    def test_a_limit_keeps_the_first_of_the_full_ranking_and_says_which_pool(self):
+        lexical = [c("a", 1, 10.0), c("b", 2, 8.0)]
+        semantic = [c("c", 3, 0.9), c("b", 2, 0.8), c("d", 4, 0.5)]
+        full = fuse_pairs(lexical, semantic, 0.5)
+        for limit in range(6):
+            self.assertEqual(fuse_pairs(lexical, semantic, 0.5, limit), full[:limit])
+        self.assertEqual([in_lexical for _, _, in_lexical in full], [True, True, False, False])
+
     def test_the_weight_moves_between_lexical_and_semantic(self):
-        self.assertEqual(ids(fuse([c("lex", 1, 5.0)], [c("sem", 2, 0.9), c("lex", 1, 0.1)], 1.0))[0], "lex")
-        self.assertEqual(ids(fuse([c("lex", 1, 5.0)], [c("sem", 2, 0.9), c("lex", 1, 0.1)], 0.0))[0], "sem")
+        self.assertEqual(ids(fuse_pairs([c("lex", 1, 5.0)], [c("sem", 2, 0.9), c("lex", 1, 0.1)], 1.0))[0], "lex")
+        self.assertEqual(ids(fuse_pairs([c("lex", 1, 5.0)], [c("sem", 2, 0.9), c("lex", 1, 0.1)], 0.0))[0], "sem")
 
     def test_either_pool_alone_is_ranked_as_it_came(self):
-        self.assertEqual(ids(fuse([], [c("x", 1, 0.7), c("y", 2, 0.9)], 0.3)), ["y", "x"])
-        self.assertEqual(ids(fuse([c("x", 1, 2.0), c("y", 2, 3.0)], [], 0.3)), ["y", "x"])
-        self.assertEqual(fuse([], [], 0.3), [])
+        self.assertEqual(ids(fuse_pairs([], [c("x", 1, 0.7), c("y", 2, 0.9)], 0.3)), ["y", "x"])
+        self.assertEqual(ids(fuse_pairs([c("x", 1, 2.0), c("y", 2, 3.0)], [], 0.3)), ["y", "x"])
+        self.assertEqual(fuse_pairs([], [], 0.3), [])
 
     def test_ties_are_broken_by_id_and_non_finite_scores_sink(self):
-        self.assertEqual(ids(fuse([], [c("b", 2, 0.5), c("a", 1, 0.5)], 0.3)), ["a", "b"])
-        fused = fuse([c("nan", 1, math.nan), c("ok", 2, 1.0)], [], 0.3)
+        self.assertEqual(ids(fuse_pairs([], [c("b", 2, 0.5), c("a", 1, 0.5)], 0.3)), ["a", "b"])
+        fused = fuse_pairs([c("nan", 1, math.nan), c("ok", 2, 1.0)], [], 0.3)
         self.assertEqual(ids(fused), ["ok", "nan"])
-        self.assertTrue(all(math.isfinite(s) for s, _ in fused))
+        self.assertTrue(all(math.isfinite(s) for s, _, _ in fused))
 
     def test_positive_zero_beats_negative_zero_as_in_rust_total_cmp(self):
         # Weight 1: semantic-only documents score 0 × similarity, +0.0 or -0.0.
-        fused = fuse([], [c("a", 1, -0.2), c("b", 2, 0.1)], 1.0)
+        fused = fuse_pairs([], [c("a", 1, -0.2), c("b", 2, 0.1)], 1.0)
         self.assertEqual(ids(fused), ["b", "a"])
 
     def test_the_weight_setting_is_checked(self):
