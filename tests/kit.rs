@@ -119,6 +119,50 @@ async fn the_javascript_template_builds_checks_serves_and_is_swapped_to() {
     scaffold_build_check_serve_and_swap("js").await;
 }
 
+/// The stubs the templates ship for an author's editor (Python's `typings/`, JavaScript's `types/`)
+/// are what the pinned toolchains generate from the contract (`kit/stubs.sh --check`): a change to
+/// `wit/retrieval.wit` that is not carried into them fails here, naming the difference.
+#[test]
+fn the_templates_stubs_are_what_the_contract_generates() {
+    let script = format!("{WORKSPACE}/kit/stubs.sh");
+    run(Path::new(WORKSPACE), &script, &["--check"], &[]);
+}
+
+/// The JavaScript template's `plugin.js` type-checks against its stubs (`tsc -p jsconfig.json`,
+/// with the TypeScript its lock installs beside componentize-js), and a call the host does not
+/// offer is caught: the stubs declare the modules as `plugin.js` imports them.
+#[test]
+fn the_javascript_template_type_checks_against_its_stubs() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("typed-plugin");
+    run(
+        dir.path(),
+        crate::support::binary().to_str().unwrap(),
+        &["new", "plugin", "--lang", "js", project.to_str().unwrap()],
+        &[],
+    );
+    let toolchains = std::env::var_os("TURNSTILE_TOOLCHAINS").map_or_else(
+        || Path::new(WORKSPACE).join("target/toolchains"),
+        PathBuf::from,
+    );
+    let tsc = toolchains.join("js/node_modules/.bin/tsc");
+    let tsc = tsc.to_str().unwrap();
+    run(&project, tsc, &["-p", "jsconfig.json"], &[]);
+
+    let plugin = project.join("plugin.js");
+    let text = std::fs::read_to_string(&plugin).unwrap();
+    assert!(text.contains("Session.open()"), "{text}");
+    std::fs::write(&plugin, text.replace("Session.open()", "Session.opne()")).unwrap();
+    let output = Command::new(tsc)
+        .args(["-p", "jsconfig.json"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{stdout}");
+    assert!(stdout.contains("'opne' does not exist"), "{stdout}");
+}
+
 /// `new plugin` refuses a folder that is not empty, and a name that cannot name a plugin, and
 /// writes nothing then.
 #[test]

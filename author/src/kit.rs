@@ -20,97 +20,62 @@ pub enum Lang {
     Js,
 }
 
-const RUST: &[(&str, &str)] = &[
-    (
-        ".gitignore",
-        include_str!("../../kit/templates/rust/.gitignore"),
-    ),
-    (
-        "Cargo.lock",
-        include_str!("../../kit/templates/rust/Cargo.lock"),
-    ),
-    (
-        "Cargo.toml",
-        include_str!("../../kit/templates/rust/Cargo.toml"),
-    ),
-    (
-        "README.md",
-        include_str!("../../kit/templates/rust/README.md"),
-    ),
-    (
-        "build.sh",
-        include_str!("../../kit/templates/rust/build.sh"),
-    ),
-    (
-        "check.sh",
-        include_str!("../../kit/templates/rust/check.sh"),
-    ),
-    (
-        "questions.jsonl",
-        include_str!("../../kit/templates/rust/questions.jsonl"),
-    ),
-    (
-        "src/lib.rs",
-        include_str!("../../kit/templates/rust/src/lib.rs"),
-    ),
-];
+/// A template's files, each `(path in the project, text)`, read from `kit/templates/LANG/`.
+macro_rules! template {
+    ($lang:literal: $($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../../kit/templates/", $lang, "/", $path)))),*]
+    };
+}
 
-const PYTHON: &[(&str, &str)] = &[
-    (
-        ".gitignore",
-        include_str!("../../kit/templates/python/.gitignore"),
-    ),
-    (
-        "README.md",
-        include_str!("../../kit/templates/python/README.md"),
-    ),
-    ("app.py", include_str!("../../kit/templates/python/app.py")),
-    (
-        "build.sh",
-        include_str!("../../kit/templates/python/build.sh"),
-    ),
-    (
-        "check.sh",
-        include_str!("../../kit/templates/python/check.sh"),
-    ),
-    (
-        "questions.jsonl",
-        include_str!("../../kit/templates/python/questions.jsonl"),
-    ),
-    (
-        "requirements.txt",
-        include_str!("../../kit/templates/python/requirements.txt"),
-    ),
-];
+const RUST: &[(&str, &str)] = template!("rust":
+    ".gitignore",
+    "Cargo.lock",
+    "Cargo.toml",
+    "README.md",
+    "build.sh",
+    "check.sh",
+    "questions.jsonl",
+    "src/lib.rs",
+);
 
-const JS: &[(&str, &str)] = &[
-    (
-        ".gitignore",
-        include_str!("../../kit/templates/js/.gitignore"),
-    ),
-    (
-        "README.md",
-        include_str!("../../kit/templates/js/README.md"),
-    ),
-    ("build.sh", include_str!("../../kit/templates/js/build.sh")),
-    ("check.sh", include_str!("../../kit/templates/js/check.sh")),
-    (
-        "package-lock.json",
-        include_str!("../../kit/templates/js/package-lock.json"),
-    ),
-    (
-        "package.json",
-        include_str!("../../kit/templates/js/package.json"),
-    ),
-    (
-        "plugin.js",
-        include_str!("../../kit/templates/js/plugin.js"),
-    ),
-    (
-        "questions.jsonl",
-        include_str!("../../kit/templates/js/questions.jsonl"),
-    ),
-];
+/// `typings/` are the stubs `kit/stubs.sh` generates from the contract (for an editor).
+const PYTHON: &[(&str, &str)] = template!("python":
+    ".gitignore",
+    "README.md",
+    "app.py",
+    "build.sh",
+    "check.sh",
+    "questions.jsonl",
+    "requirements.txt",
+    "typings/componentize_py_types.pyi",
+    "typings/wit_world/__init__.pyi",
+    "typings/wit_world/imports/__init__.pyi",
+    "typings/wit_world/imports/answer.pyi",
+    "typings/wit_world/imports/config.pyi",
+    "typings/wit_world/imports/corpus.pyi",
+    "typings/wit_world/imports/embeddings.pyi",
+    "typings/wit_world/imports/log.pyi",
+);
+
+/// `types/` are the stubs `kit/stubs.sh` generates from the contract (for an editor, with
+/// `jsconfig.json`).
+const JS: &[(&str, &str)] = template!("js":
+    ".gitignore",
+    "README.md",
+    "build.sh",
+    "check.sh",
+    "jsconfig.json",
+    "package-lock.json",
+    "package.json",
+    "plugin.js",
+    "questions.jsonl",
+    "types/retrieval-plugin.d.ts",
+    "types/interfaces/turnstile-retrieval-answer.d.ts",
+    "types/interfaces/turnstile-retrieval-config.d.ts",
+    "types/interfaces/turnstile-retrieval-corpus.d.ts",
+    "types/interfaces/turnstile-retrieval-embeddings.d.ts",
+    "types/interfaces/turnstile-retrieval-log.d.ts",
+);
 
 /// Files made executable (the project's scripts).
 const SCRIPTS: &[&str] = &["build.sh", "check.sh"];
@@ -228,6 +193,35 @@ mod tests {
                 new_plugin(lang, &project),
                 Err(KitError::NotEmpty(_))
             ));
+        }
+    }
+
+    /// Every file under `kit/templates/LANG/` is written (a new stub from `kit/stubs.sh`
+    /// included), and nothing else.
+    #[test]
+    fn every_file_of_a_template_is_written() {
+        fn walk(root: &Path, dir: &Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(root, &path, found);
+                } else {
+                    let relative = path.strip_prefix(root).unwrap();
+                    found.push(relative.to_string_lossy().into_owned());
+                }
+            }
+        }
+        let templates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kit/templates");
+        for (lang, files) in [("rust", RUST), ("python", PYTHON), ("js", JS)] {
+            let mut found = Vec::new();
+            walk(&templates.join(lang), &templates.join(lang), &mut found);
+            found.sort();
+            let mut listed: Vec<String> = files.iter().map(|(path, _)| path.to_string()).collect();
+            listed.sort();
+            assert_eq!(
+                listed, found,
+                "{lang}: kit/templates/{lang} and the list in kit.rs"
+            );
         }
     }
 

@@ -1,0 +1,7 @@
+declare module 'turnstile:retrieval/config@0.1.3' {
+  /**
+   * The value configured for `key` (a setting, else a secret of that name), or `none` if the
+   * operator set none.
+   */
+  export function get(key: string): string | undefined;
+}
