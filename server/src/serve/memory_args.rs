@@ -13,8 +13,9 @@ pub struct PluginMemoryArgs {
     pub memory_limit_mib: u32,
 
     /// How each fresh plugin instance gets its initial memory: `cow`, mapped copy-on-write from
-    /// the component's image (cheapest per call one at a time), or `copy`, copied into memory
-    /// kept resident (no page faults, but the whole image copied for every call; docs/PLUGINS.md).
+    /// the component's image, its written pages reset in place after each call, or `copy`,
+    /// copied whole into memory kept resident (the whole image copied for every call: slower;
+    /// docs/PLUGINS.md).
     #[arg(long = "plugin-memory-init", default_value_t = MemoryInit::Cow,
           value_parser = clap::builder::TypedValueParser::try_map(
               clap::builder::PossibleValuesParser::new(["cow", "copy"]),
