@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
-use crate::support::{TestServer, eventually};
+use crate::support::{TestServer, eventually, eventually_within};
 
 /// `clients` closed loops of `/retrieve` until `stop`; each asserts every answer is a 200.
 fn clients(
@@ -125,16 +126,23 @@ async fn the_limit_falls_when_calls_slow_each_other_down_and_no_call_is_cut() {
     let running = clients(&server, 24, &stop);
     // After the window at the floor (which measures the baseline), the limit goes to its
     // initial 32 — a change — where 24 calls share two cores and each takes many times its
-    // baseline: it comes down, in more changes.
-    let state = eventually("the limit to come down from 32 to 8 or less", || async {
-        let state = server.get_json("/state").await;
-        let changes = state["adaptive"]["changes"].as_u64().unwrap();
-        if changes >= 2 && state["max_active"].as_u64().unwrap() <= 8 {
-            Ok(state)
-        } else {
-            Err(format!("{state}"))
-        }
-    })
+    // baseline: it comes down, in more changes. Alone this takes seconds; beside the rest of the
+    // suite (language components compiling on both cores) the baseline measured at the floor can
+    // be inflated by the others' load, and the limit comes down only at a later re-measurement
+    // of it (every 40±10 windows): hence a deadline of its own.
+    let state = eventually_within(
+        Duration::from_secs(90),
+        "the limit to come down from 32 to 8 or less",
+        || async {
+            let state = server.get_json("/state").await;
+            let changes = state["adaptive"]["changes"].as_u64().unwrap();
+            if changes >= 2 && state["max_active"].as_u64().unwrap() <= 8 {
+                Ok(state)
+            } else {
+                Err(format!("{state}"))
+            }
+        },
+    )
     .await;
     stop_clients(&stop, running).await;
     let recent = state["adaptive"]["recent_ms"].as_f64().unwrap();

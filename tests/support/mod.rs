@@ -17,4 +17,4 @@ pub use child::{child_retrieve, child_state_when, logged, serve_child, stop_chil
 pub use files::{binary, cache_dir, hybrid_plugin, lexical_plugin, sha256_of};
 pub use load::args;
 pub use server::{TestServer, delay_server, impatient_client};
-pub use wait::{STATE_DEADLINE, eventually};
+pub use wait::{STATE_DEADLINE, eventually, eventually_within};
