@@ -11,7 +11,8 @@
 #   bench/per-call.sh BINARY PLUGIN...
 #
 # Environment: MIX (bench/mix.jsonl), N (400), ROUNDS (3), WARM (100), MAX_ACTIVE (2), MEMORY_INIT (the
-#   server's default: `serve --plugin-memory-init`), ANSWERS (a directory: each plugin's answers
+#   server's default: `serve --plugin-memory-init`), KEEP_RESIDENT_MIB (the server's default:
+#   `serve --plugin-keep-resident-mib`), ANSWERS (a directory: each plugin's answers
 #   written there as NAME.jsonl, one line per request).
 set -euo pipefail
 
@@ -35,6 +36,7 @@ for file in "$@"; do
   port=$((port + 1))
   init=()
   [ -n "${MEMORY_INIT:-}" ] && init=(--plugin-memory-init "$MEMORY_INIT")
+  [ -n "${KEEP_RESIDENT_MIB:-}" ] && init+=(--plugin-keep-resident-mib "$KEEP_RESIDENT_MIB")
   "$BIN" serve --listen "127.0.0.1:$port" --cache-dir "$WORK/cache" --plugin "$file" \
     --max-active "$MAX_ACTIVE" "${init[@]}" >"$WORK/$name.log" 2>&1 </dev/null &
   pid=$!; PIDS+=("$pid")
