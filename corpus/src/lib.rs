@@ -1,7 +1,6 @@
 //! The document corpus: loading the shipped JSON Lines into a SQLite FTS5 index, and read-only
 //! per-worker sessions over it. Nothing in this module can write to the index once it is built.
 
-mod clusters;
 mod disjunction;
 mod document;
 mod error;
@@ -9,7 +8,9 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
+mod ivf;
 mod limits;
+mod parallel;
 mod pool;
 mod reader;
 mod regular_file;
