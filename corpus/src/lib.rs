@@ -9,6 +9,7 @@ mod error;
 pub mod fuzzing;
 mod index;
 mod ivf;
+mod labels;
 mod limits;
 mod parallel;
 mod pool;

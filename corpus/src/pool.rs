@@ -67,16 +67,11 @@ impl CorpusPool {
             )));
         }
         let tokenizer = Tokenizer::new().map_err(index_error)?;
-        let ids = (0..vectors.len())
-            .filter_map(|i| vectors.document(i))
-            .map(|(_, id, _)| Box::from(id))
-            .collect();
         let corpus = LoadedCorpus {
             documents: index.documents,
             model,
             weights,
             vectors,
-            ids,
             terms,
             tokenizer,
             _in_use: in_use,
@@ -162,7 +157,7 @@ impl CorpusPool {
     ) -> Result<Option<&'a str>, CorpusError> {
         Ok(ids
             .into_iter()
-            .find(|id| !self.inner.corpus.ids.contains(*id)))
+            .find(|id| !self.inner.corpus.vectors.has_id(id)))
     }
 
     /// Sessions open right now (0 whenever no plugin call is running).

@@ -14,6 +14,7 @@ use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
 
 use super::ivf::{self, InvertedFile, dot};
+use super::labels::Labels;
 use super::{CorpusError, Document, parallel};
 
 /// The text a document is embedded from: its id, title and text, so that a question naming the
@@ -97,7 +98,7 @@ pub(super) fn load_weights(conn: &Connection, model: &Embedder) -> rusqlite::Res
 pub(crate) struct DocVectors {
     dims: usize,
     docs: Vec<u64>,
-    labels: Vec<(String, String)>,
+    labels: Labels,
     search: Search,
 }
 
@@ -208,13 +209,15 @@ impl DocVectors {
     /// Reads every document's rowid, id and title, and either the inverted file (`ivf`) or,
     /// when it is empty, every vector (`vectors`, each of `dims` values).
     pub(super) fn load(conn: &Connection, dims: usize) -> rusqlite::Result<Self> {
-        let (mut docs, mut labels) = (Vec::new(), Vec::new());
+        let (mut docs, mut labels) = (Vec::new(), Labels::default());
         let mut stmt = conn.prepare("SELECT rowid, id, title FROM docs ORDER BY rowid")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             docs.push(row.get::<_, i64>(0)?.unsigned_abs());
-            labels.push((row.get(1)?, row.get(2)?));
+            let text = |i| row.get_ref(i)?.as_str().map_err(rusqlite::Error::from);
+            labels.push(text(1)?, text(2)?);
         }
+        let labels = labels.finish();
         if let Some(file) = InvertedFile::load(conn, dims, docs.len())? {
             return Ok(Self {
                 dims,
@@ -259,7 +262,7 @@ impl DocVectors {
     }
 
     /// A corpus searched whole.
-    fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Vec<(String, String)>) -> Self {
+    fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Labels) -> Self {
         let codes = Codes::new(&values, dims);
         Self {
             dims,
@@ -278,14 +281,22 @@ impl DocVectors {
         }
     }
 
-    /// Bytes the search holds (vectors and codes, or the inverted file), for reports.
+    /// Bytes the search holds (vectors and codes, or the inverted file, and every document's
+    /// id and title), for reports.
     pub(crate) fn heap_bytes(&self) -> usize {
-        match &self.search {
-            Search::Lists(file) => file.heap_bytes(),
-            Search::Whole { values, codes } => {
-                values.len() * 4 + codes.codes.len() * 2 + codes.scales.len() * 16
+        self.labels.heap_bytes()
+            + self.docs.capacity() * 8
+            + match &self.search {
+                Search::Lists(file) => file.heap_bytes(),
+                Search::Whole { values, codes } => {
+                    values.len() * 4 + codes.codes.len() * 2 + codes.scales.len() * 16
+                }
             }
-        }
+    }
+
+    /// Whether a document has this id.
+    pub(crate) fn has_id(&self, id: &str) -> bool {
+        self.labels.has_id(id)
     }
 
     /// Documents held (one vector each).
@@ -296,7 +307,7 @@ impl DocVectors {
     /// The rowid, id and title of the document at `position` (rowid order), if any.
     pub(crate) fn document(&self, position: usize) -> Option<(u64, &str, &str)> {
         let (id, title) = self.labels.get(position)?;
-        Some((self.docs[position], id, title))
+        Some((*self.docs.get(position)?, id, title))
     }
 
     /// Dimensions of every vector.
@@ -357,11 +368,14 @@ impl DocVectors {
         };
         Ok(scored
             .into_iter()
-            .map(|(similarity, i)| Near {
-                doc: self.docs[i],
-                id: &self.labels[i].0,
-                title: &self.labels[i].1,
-                similarity,
+            .filter_map(|(similarity, i)| {
+                let (doc, id, title) = self.document(i)?;
+                Some(Near {
+                    doc,
+                    id,
+                    title,
+                    similarity,
+                })
             })
             .collect())
     }
@@ -463,6 +477,14 @@ fn dot_codes(a: &[i16], b: &[i16]) -> i64 {
 mod tests {
     use super::*;
 
+    fn labels(all: impl Iterator<Item = (String, String)>) -> Labels {
+        let mut labels = Labels::default();
+        for (id, title) in all {
+            labels.push(&id, &title);
+        }
+        labels.finish()
+    }
+
     /// `nearest` of a corpus searched whole (it never reads a stored vector).
     fn near<'a>(v: &'a DocVectors, query: &[f32], k: usize) -> Vec<Near<'a>> {
         v.nearest(query, k, &mut |_| {
@@ -476,9 +498,7 @@ mod tests {
             2,
             (1..=rows.len() as u64).collect(),
             rows.iter().flatten().copied().collect(),
-            (1..=rows.len())
-                .map(|i| (format!("id{i}"), format!("title {i}")))
-                .collect(),
+            labels((1..=rows.len()).map(|i| (format!("id{i}"), format!("title {i}")))),
         )
     }
 
@@ -554,7 +574,7 @@ mod tests {
             dims,
             (1..=n as u64).collect(),
             rows.concat(),
-            (1..=n).map(|i| (format!("id{i}"), String::new())).collect(),
+            labels((1..=n).map(|i| (format!("id{i}"), String::new()))),
         );
         let mut queries: Vec<Vec<f32>> =
             (0..40u64).map(|s| unit(noise(50_000 + s, dims))).collect();
@@ -591,7 +611,7 @@ mod tests {
                 dims,
                 (1..=6).collect(),
                 rows.concat(),
-                (1..=6).map(|i| (format!("id{i}"), String::new())).collect(),
+                labels((1..=6).map(|i| (format!("id{i}"), String::new()))),
             );
             let Search::Whole { codes, .. } = &v.search else {
                 panic!("searched whole")
