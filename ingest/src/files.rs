@@ -3,8 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
-/// Largest file read, in bytes; a larger one is skipped (and listed).
+/// Largest document read whole (Markdown, HTML, text), in bytes; a larger one is skipped (and
+/// listed). A document is parsed whole (its outline, its headings' fragments), so its bound is
+/// what the builder holds at once.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Largest table (CSV, JSON Lines), in bytes; a larger one is skipped (and listed). Tables are
+/// read a row at a time, never whole, so their bound is the corpus's own: a table over it would
+/// make a corpus that `serve --corpus` refuses.
+pub const MAX_TABLE_BYTES: u64 = turnstile_corpus::MAX_CORPUS_BYTES;
+
+/// Largest row of a table (a JSON Lines line, a CSV record), in bytes: as large as a document
+/// read whole. A longer one is a bad row.
+pub const MAX_ROW_BYTES: usize = 16 * 1024 * 1024;
 
 /// A format the builder reads, known by the file's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,6 +40,20 @@ impl Format {
             "jsonl" => Self::Jsonl,
             _ => return None,
         })
+    }
+
+    /// Whether it is read a row at a time (CSV, JSON Lines) rather than whole.
+    pub fn is_table(self) -> bool {
+        matches!(self, Self::Csv | Self::Jsonl)
+    }
+
+    /// The largest file of this format read ([`MAX_TABLE_BYTES`], [`MAX_FILE_BYTES`]).
+    pub fn max_bytes(self) -> u64 {
+        if self.is_table() {
+            MAX_TABLE_BYTES
+        } else {
+            MAX_FILE_BYTES
+        }
     }
 
     /// The `kind` of the passages it gives.
@@ -128,7 +153,9 @@ fn consider(
             path,
             "not a format read here (.md, .markdown, .html, .htm, .txt, .csv, .jsonl)",
         )),
-        Some(_) if len > MAX_FILE_BYTES => skipped.push(skip(path, "over 16 MiB")),
+        Some(format) if len > format.max_bytes() => {
+            skipped.push(skip(path, format!("over {} MiB", format.max_bytes() >> 20)))
+        }
         Some(format) => inputs.push(Input {
             path: path.to_owned(),
             id_path,
@@ -142,6 +169,17 @@ pub(crate) fn skip(path: &Path, why: impl Into<String>) -> Skipped {
         path: path.to_owned(),
         why: why.into(),
     }
+}
+
+/// A table, to be read a row at a time: buffered, a byte-order mark at its start dropped.
+pub(crate) fn open(path: &Path) -> std::io::Result<std::io::BufReader<std::fs::File>> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(256 << 10, std::fs::File::open(path)?);
+    let start = reader.fill_buf()?;
+    if start.starts_with(b"\xef\xbb\xbf") {
+        reader.consume(3);
+    }
+    Ok(reader)
 }
 
 /// A file's text: UTF-8 (a byte-order mark dropped), line ends as `\n`.
