@@ -451,8 +451,13 @@ fn id_at(path: &Path, n: u32) -> std::io::Result<String> {
     Ok(id.id)
 }
 
-/// Lines of the written corpus checked at a time, at least (whole lines).
-const CHECKED_BYTES: usize = 64 << 20;
+/// Bytes of the written corpus checked at a time, at most (whole lines; a line may pass it).
+/// The loader holds a piece's documents and ids besides its bytes: about three times as much.
+const CHECKED_BYTES: usize = 16 << 20;
+
+/// Lines of the written corpus checked at a time, at most: short lines cost more per byte in
+/// the loader (each document and id allocated on its own).
+const CHECKED_LINES: usize = 1 << 16;
 
 /// The server's own loader, on the bytes written: what `serve --corpus` will accept. Read in
 /// pieces of whole lines, so the check holds a piece, not the corpus (the writer has made sure
@@ -469,7 +474,7 @@ fn loads(path: &Path) -> Result<(), BuildError> {
     loop {
         piece.clear();
         let mut lines = 0;
-        while piece.len() < CHECKED_BYTES {
+        while piece.len() < CHECKED_BYTES && lines < CHECKED_LINES {
             if file.read_until(b'\n', &mut piece).map_err(error)? == 0 {
                 break;
             }

@@ -89,6 +89,11 @@ impl Ids {
         let digest = Sha256::digest(id.as_bytes());
         let mut hash = [0; 16];
         hash.copy_from_slice(&digest[..16]);
+        if self.run.capacity() == 0 {
+            // Whole, once: growing by doubling would copy the run and hold it twice. (Pages
+            // are resident only once written: a small build costs what it uses.)
+            self.run.reserve_exact(RUN);
+        }
         self.run.push(Record {
             hash,
             passage,
