@@ -154,7 +154,13 @@ fn consider(
             "not a format read here (.md, .markdown, .html, .htm, .txt, .csv, .jsonl)",
         )),
         Some(format) if len > format.max_bytes() => {
-            skipped.push(skip(path, format!("over {} MiB", format.max_bytes() >> 20)))
+            let most = format.max_bytes();
+            let bound = if most >= 1 << 30 {
+                format!("{} GiB", most >> 30)
+            } else {
+                format!("{} MiB", most >> 20)
+            };
+            skipped.push(skip(path, format!("over {bound}")));
         }
         Some(format) => inputs.push(Input {
             path: path.to_owned(),

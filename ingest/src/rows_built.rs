@@ -51,7 +51,7 @@ fn ids(out: &Path) -> Vec<String> {
 /// starts on; the old output is kept and nothing is left beside it.
 #[test]
 fn a_bad_row_fails_the_build_with_its_line() {
-    let cases: [(&str, &[u8], usize, &str); 7] = [
+    let cases: [(&str, &[u8], usize, &str); 8] = [
         (
             "a.jsonl",
             b"{\"text\": \"one\"}\n\n{\"text\": \"two\"\n",
@@ -90,6 +90,7 @@ fn a_bad_row_fails_the_build_with_its_line() {
             "3 fields where the header has 2",
         ),
         ("g.csv", b"id,title\na,one\n", 1, "no `text` column"),
+        ("h.csv", b"id,text\na,one\nb,caf\xe9\n", 3, "not UTF-8"),
     ];
     for (name, content, line, why) in cases {
         let (tmp, source, out) = setup(name, content);
@@ -130,7 +131,7 @@ fn skip_bad_rows_keeps_the_good_ones_and_counts_the_rest() {
     .unwrap();
     std::fs::write(
         src.join("b.csv"),
-        "\u{feff}id,text\nx,first\ny,second,extra\nz,third\n",
+        b"\xef\xbb\xbfid,text\nx,first\ny,second,extra\nv,caf\xe9\nz,third\n",
     )
     .unwrap();
     let long_id = "i".repeat(600);
@@ -145,7 +146,7 @@ fn skip_bad_rows_keeps_the_good_ones_and_counts_the_rest() {
         ids(&out),
         ["a.jsonl#row-1", "a.jsonl#row-3", "x", "z", "ok"]
     );
-    assert_eq!(summary.bad_rows, 4);
+    assert_eq!(summary.bad_rows, 5);
     let listed: Vec<(String, usize)> = summary
         .bad_rows_listed
         .iter()
@@ -162,16 +163,18 @@ fn skip_bad_rows_keeps_the_good_ones_and_counts_the_rest() {
             ("a.jsonl".into(), 2),
             ("a.jsonl".into(), 4),
             ("b.csv".into(), 3),
+            ("b.csv".into(), 4),
             ("c.jsonl".into(), 1)
         ]
     );
     assert!(
-        summary.bad_rows_listed[3]
+        summary.bad_rows_listed[4]
             .why
             .contains("an id over 512 bytes")
     );
     let shown = summary.to_string();
-    assert!(shown.contains("bad rows left out: 4"), "{shown}");
+    assert!(shown.contains("bad rows left out: 5"), "{shown}");
+    assert!(shown.contains("b.csv: line 4: not UTF-8"), "{shown}");
     assert!(
         shown.contains("b.csv: line 3: 3 fields where the header has 2"),
         "{shown}"
@@ -282,4 +285,42 @@ fn a_repeated_id_across_tables_stops_the_build() {
         assert!(!out.exists());
         assert_eq!(files_in(tmp.path()), 1, "a temporary left behind");
     }
+}
+
+/// Each format has its own bound, found by the file's size alone (sparse files here, never
+/// read): a document over 16 MiB and a table over 4 GiB are skipped and listed.
+#[test]
+fn documents_and_tables_have_their_own_bounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a.jsonl"), "{\"text\": \"kept\"}\n").unwrap();
+    let sparse = |name: &str, len: u64| {
+        std::fs::File::create(src.join(name))
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+    };
+    sparse("big.md", crate::files::MAX_FILE_BYTES + 1);
+    sparse("huge.jsonl", crate::files::MAX_TABLE_BYTES + 1);
+    let out = tmp.path().join("out.jsonl");
+    let summary = build(&args(&src, &out, false), false).unwrap();
+    assert_eq!(summary.passages, 1);
+    let skipped: Vec<(String, &str)> = summary
+        .skipped
+        .iter()
+        .map(|s| {
+            (
+                s.path.file_name().unwrap().to_string_lossy().into_owned(),
+                s.why.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("big.md".to_owned(), "over 16 MiB"),
+            ("huge.jsonl".to_owned(), "over 4 GiB")
+        ]
+    );
 }
