@@ -329,7 +329,15 @@ impl Run<'_> {
             path: input.path.clone(),
             source,
         };
-        let mut reader = files::open(&input.path).map_err(source_error)?;
+        // A table that cannot be opened is passed over, as a document that cannot be read; one
+        // that fails while it is read stops the build (some of its rows are written).
+        let mut reader = match files::open(&input.path) {
+            Ok(reader) => reader,
+            Err(e) => {
+                self.skipped.push(files::skip(&input.path, e.to_string()));
+                return Ok(());
+            }
+        };
         let rows: table::Rows = match input.format {
             files::Format::Csv => table::csv_rows,
             _ => table::jsonl_rows,

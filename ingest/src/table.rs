@@ -164,7 +164,8 @@ fn csv_problem(e: csv::Error) -> std::io::Result<Problem> {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
         } => format!("{len} fields where the header has {expected_len}"),
-        other => format!("{other:?}").chars().take(200).collect(),
+        // Only reading (not serde's (de)serializing, nor seeking) is done here.
+        _ => "not readable as CSV".to_owned(),
     }))
 }
 
