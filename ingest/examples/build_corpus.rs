@@ -19,7 +19,7 @@ struct Cli {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let started = std::time::Instant::now();
-    let built = turnstile_ingest::build(&cli.args, false);
+    let built = turnstile_ingest::build(&cli.args, true);
     let seconds = started.elapsed().as_secs_f64();
     let peak = std::fs::read_to_string("/proc/self/status")
         .ok()

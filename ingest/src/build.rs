@@ -158,13 +158,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         inputs.extend(found);
         skipped.extend(passed);
     }
-    let bar = (progress && inputs.len() >= 50).then(|| {
-        let bar = indicatif::ProgressBar::new(inputs.len() as u64);
+    let total: u64 = inputs.iter().map(|i| i.len).sum();
+    let bar = (progress && (inputs.len() >= 50 || total >= PROGRESS_BYTES)).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} files, {msg} passages ({elapsed})",
+            "{bar:40} {bytes}/{total_bytes}, {msg} passages ({elapsed}, {eta} left)",
         ) {
             bar.set_style(style);
         }
+        bar.set_message("0");
         bar
     });
 
@@ -200,12 +202,12 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         empty_rows: 0,
         bad_rows: 0,
         bad_rows_listed: Vec::new(),
+        bar,
     };
     let result = (|| {
         for at in 0..inputs.len() {
             run.file(at)?;
-            if let Some(bar) = &bar {
-                bar.inc(1);
+            if let Some(bar) = &run.bar {
                 bar.set_message(run.writer.passages.to_string());
             }
         }
@@ -214,7 +216,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
             source,
         })
     })();
-    if let Some(bar) = bar {
+    if let Some(bar) = &run.bar {
         bar.finish_and_clear();
     }
     let Run {
@@ -278,7 +280,15 @@ struct Run<'a> {
     empty_rows: usize,
     bad_rows: usize,
     bad_rows_listed: Vec<BadRow>,
+    /// On a terminal, for many files or large ones: bytes read.
+    bar: Option<indicatif::ProgressBar>,
 }
+
+/// Inputs of at least this many bytes show a progress bar (as do 50 files or more).
+const PROGRESS_BYTES: u64 = 64 << 20;
+
+/// Passages between two updates of the progress bar's count, within a table.
+const PROGRESS_PASSAGES: usize = 1 << 12;
 
 impl Run<'_> {
     /// Reads `inputs[at]` and writes its passages.
@@ -286,6 +296,9 @@ impl Run<'_> {
         let input = &self.inputs[at];
         if input.format.is_table() {
             return self.table(at);
+        }
+        if let Some(bar) = &self.bar {
+            bar.inc(input.len);
         }
         let source = match files::read(&input.path) {
             Ok(source) => source,
@@ -331,7 +344,14 @@ impl Run<'_> {
         };
         // A table that cannot be opened is passed over, as a document that cannot be read; one
         // that fails while it is read stops the build (some of its rows are written).
-        let mut reader = match files::open(&input.path) {
+        let opened = std::fs::File::open(&input.path).and_then(|file| {
+            let file: Box<dyn std::io::Read> = match &self.bar {
+                Some(bar) => Box::new(bar.wrap_read(file)),
+                None => Box::new(file),
+            };
+            files::buffered(file)
+        });
+        let mut reader = match opened {
             Ok(reader) => reader,
             Err(e) => {
                 self.skipped.push(files::skip(&input.path, e.to_string()));
@@ -345,6 +365,7 @@ impl Run<'_> {
         let kind = input.format.kind();
         let (cut, skip_bad_rows, inputs) = (self.cut, self.args.skip_bad_rows, self.inputs);
         let mut failed = None;
+        let mut shown = self.writer.passages;
         rows(&mut reader as &mut dyn BufRead, &self.columns, &mut |row| {
             let bad = match row {
                 Err(bad) => bad,
@@ -356,6 +377,12 @@ impl Run<'_> {
                     }
                     let mut wrote = Ok(());
                     let writer = &mut self.writer;
+                    if let Some(bar) = &self.bar
+                        && writer.passages >= shown + PROGRESS_PASSAGES
+                    {
+                        shown = writer.passages;
+                        bar.set_message(shown.to_string());
+                    }
                     let outcome = row_passages(row, kind, &input.id_path, cut, &mut |p| {
                         if wrote.is_ok() {
                             wrote = writer.write(&p, at, inputs);

@@ -77,6 +77,8 @@ pub(crate) struct Input {
     /// name).
     pub id_path: String,
     pub format: Format,
+    /// Its size when found, in bytes.
+    pub len: u64,
 }
 
 /// A file or folder not read, and why.
@@ -166,6 +168,7 @@ fn consider(
             path: path.to_owned(),
             id_path,
             format,
+            len,
         }),
     }
 }
@@ -177,10 +180,11 @@ pub(crate) fn skip(path: &Path, why: impl Into<String>) -> Skipped {
     }
 }
 
-/// A table, to be read a row at a time: buffered, a byte-order mark at its start dropped.
-pub(crate) fn open(path: &Path) -> std::io::Result<std::io::BufReader<std::fs::File>> {
+/// A table's bytes (`inner`), to be read a row at a time: buffered, a byte-order mark at its
+/// start dropped.
+pub(crate) fn buffered<R: std::io::Read>(inner: R) -> std::io::Result<std::io::BufReader<R>> {
     use std::io::BufRead;
-    let mut reader = std::io::BufReader::with_capacity(256 << 10, std::fs::File::open(path)?);
+    let mut reader = std::io::BufReader::with_capacity(256 << 10, inner);
     let start = reader.fill_buf()?;
     if start.starts_with(b"\xef\xbb\xbf") {
         reader.consume(3);
