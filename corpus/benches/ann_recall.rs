@@ -78,8 +78,8 @@ fn main() {
         (32, rescore),
         (48, rescore),
         (64, rescore),
-        (probes, |k| k + 10),
-        (probes, |k| 4 * k + 40),
+        (probes, |k| k),
+        (probes, |k| 2 * k + 20),
     ];
     for (p, rescored) in grid {
         let (mut at10_10, mut at10_50, mut at50_50) = (0usize, 0usize, 0usize);
@@ -125,7 +125,7 @@ type Rescore = fn(usize) -> usize;
 
 /// Candidates scored exactly for `k` wanted, as the server does (`vectors::rescored`).
 fn rescore(k: usize) -> usize {
-    2 * k + 20
+    k + 10
 }
 
 /// The mix's questions.

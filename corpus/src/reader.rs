@@ -76,6 +76,10 @@ impl CallDeadline {
     }
 }
 
+/// The page cache of each read-only connection (at most this much per connection, filled as
+/// pages are read).
+pub(crate) const PAGE_CACHE_BYTES: usize = 8 << 20;
+
 /// SQL functions a corpus query may call; everything else is refused at prepare time.
 const ALLOWED_FUNCTIONS: &[&str] = &["match", "bm25", "snippet", "highlight", "count"];
 
@@ -87,7 +91,13 @@ pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    conn.execute_batch("PRAGMA query_only = ON;")?;
+    // A page cache of 8 MiB (SQLite's default is 2): a large corpus's candidates are read by
+    // rowid from the `vectors` table, and its interior pages (about 3 MB at a million passages)
+    // then stay cached, so a read costs one page from the file instead of three.
+    conn.execute_batch(&format!(
+        "PRAGMA query_only = ON; PRAGMA cache_size = -{};",
+        PAGE_CACHE_BYTES / 1024
+    ))?;
     conn.set_prepared_statement_cache_capacity(8);
     conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
         AuthAction::Select | AuthAction::Read { .. } => Authorization::Allow,

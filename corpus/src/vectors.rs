@@ -114,7 +114,7 @@ enum Search {
 /// their 8-bit codes, enough that one ranked too low by its codes is rarely missed
 /// (`corpus/benches/ann_recall.rs` measures it).
 pub(crate) fn rescored(k: usize) -> usize {
-    2 * k + 20
+    k + 10
 }
 
 /// The vectors quantised to 12-bit integers, one scale per document (`value ≈ scale × code`, off
