@@ -10,6 +10,8 @@ mod error;
 pub mod fuzzing;
 mod index;
 mod limits;
+#[doc(hidden)]
+pub mod open_cost;
 mod pool;
 mod reader;
 mod regular_file;
