@@ -40,7 +40,11 @@ fn main() {
     if mode == "build" {
         let started = Instant::now();
         let index = CorpusIndex::open_or_build(&corpus, &cache).expect("corpus index");
-        assert_eq!(index.origin, IndexOrigin::Built, "TS_OPEN_CACHE must be empty");
+        assert_eq!(
+            index.origin,
+            IndexOrigin::Built,
+            "TS_OPEN_CACHE must be empty"
+        );
         println!(
             "built {} documents: {:.1} s; file {:.1} MB; peak resident (VmHWM) {} MiB",
             index.documents,

@@ -1,6 +1,7 @@
 //! The document corpus: loading the shipped JSON Lines into a SQLite FTS5 index, and read-only
 //! per-worker sessions over it. Nothing in this module can write to the index once it is built.
 
+mod checksum;
 mod clusters;
 mod disjunction;
 mod document;
