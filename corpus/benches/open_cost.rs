@@ -7,7 +7,8 @@
 //! `TS_OPEN_MODE=open …` (the default) opens the built index `TS_OPEN_ROUNDS` times (3), each
 //! as a server starts: `CorpusIndex::open_or_build` (the corpus's sha256, the integrity check of
 //! the file) then `CorpusPool::new` (vectors, term index, ids into memory), and after the last
-//! round the pool's load again step by step. Not run by CI: it needs a large corpus to say
+//! round the pool's load again step by step (`TS_OPEN_MODE=check`: each round stops after
+//! `open_or_build`). Not run by CI: it needs a large corpus to say
 //! anything.
 
 use std::path::PathBuf;
@@ -63,6 +64,16 @@ fn main() {
             CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache).expect("corpus index");
         assert_eq!(index.origin, IndexOrigin::Reused, "build the index first");
         let checked = (started.elapsed(), cpu_seconds());
+        if mode == "check" {
+            println!(
+                "round {round}: corpus sha256 {:.3} s + integrity check {:.3} s (CPU seconds: {:.2} + {:.2})",
+                hashed.0.as_secs_f64(),
+                (checked.0 - hashed.0).as_secs_f64(),
+                hashed.1 - cpu,
+                checked.1 - hashed.1,
+            );
+            continue;
+        }
         let pool = CorpusPool::new(&index, 1).expect("corpus pool");
         let loaded = (started.elapsed(), cpu_seconds());
         println!(
