@@ -235,6 +235,51 @@ fn what_cannot_be_built_is_refused_and_the_old_file_kept() {
     );
 }
 
+/// A bad row fails the build with its file and line, and the old corpus stays; told to, the
+/// build keeps the good rows and says how many it left out and where.
+#[test]
+fn a_bad_row_fails_the_build_with_its_line_unless_told_to_keep_the_good_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("corpus.jsonl");
+    std::fs::write(&out, "kept").unwrap();
+    let rows = tmp.path().join("rows.jsonl");
+    std::fs::write(
+        &rows,
+        "{\"id\": \"a\", \"text\": \"first\"}\n\n{\"id\": \"b\", \"text\": \"secret-value\"\n{\"id\": \"c\", \"text\": \"third\"}\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = corpus_build(&[rows.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("rows.jsonl: line 3"), "{stderr}");
+    assert!(stderr.contains("--skip-bad-rows"), "{stderr}");
+    assert!(
+        !stderr.contains("secret-value"),
+        "the row is not echoed: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept");
+
+    let (code, stdout, stderr) = corpus_build(&[
+        rows.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--skip-bad-rows",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let output = format!("{stdout}{stderr}");
+    assert!(output.contains("bad rows left out: 1"), "{output}");
+    assert!(output.contains("line 3"), "{output}");
+    let ids: Vec<String> = lines(&out)
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids.iter()
+            .all(|id| !id.contains('b') || id.contains("rows")),
+        "{ids:?}"
+    );
+}
+
 #[test]
 fn rows_of_csv_and_json_lines_become_passages_by_their_named_columns() {
     let tmp = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@
 //! an empty `DIR`) and prints the seconds and the process's peak resident memory (VmHWM); then
 //! `TS_OPEN_MODE=open …` (the default) opens the built index `TS_OPEN_ROUNDS` times (3), each
 //! as a server starts: `CorpusIndex::open_or_build` (the corpus's sha256, the integrity check of
-//! the file) then `CorpusPool::new` (vectors, term index, ids into memory), and after the last
+//! the file) then `CorpusPool::new` (vectors, ids, term index into memory), and after the last
 //! round the pool's load again step by step (`TS_OPEN_MODE=check`: each round stops after
 //! `open_or_build`). Not run by CI: it needs a large corpus to say
 //! anything.

@@ -14,7 +14,8 @@ use super::{CorpusError, checksum, term_index, vectors};
 /// 3: the `vectors` table (document embeddings) and the embedding model's fingerprint.
 /// 4: the `postings` and `doc_sizes` tables (the term index: bm25 without SQL).
 /// 5: `doc_terms` holds each document's title tokens too (phrases in the term index).
-const SCHEMA_VERSION: &str = "5";
+/// 6: the `ivf` table (a large corpus's inverted file over its vectors, built with the index).
+const SCHEMA_VERSION: &str = "6";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

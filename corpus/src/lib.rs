@@ -2,7 +2,6 @@
 //! per-worker sessions over it. Nothing in this module can write to the index once it is built.
 
 mod checksum;
-mod clusters;
 mod disjunction;
 mod document;
 mod error;
@@ -10,9 +9,12 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
+mod ivf;
+mod labels;
 mod limits;
 #[doc(hidden)]
 pub mod open_cost;
+mod parallel;
 mod pool;
 mod reader;
 mod regular_file;

@@ -45,12 +45,12 @@ impl CorpusPool {
         let first = Reader::open(&index.path).map_err(index_error)?;
         let model = vectors::model()?;
         let vectors = DocVectors::load(&first.conn, model.dims()).map_err(index_error)?;
-        if let Some((clusters, probed)) = vectors.clusters() {
+        if let Some((lists, probed)) = vectors.lists() {
             tracing::info!(
                 documents = vectors.len(),
-                clusters,
+                lists,
                 probed,
-                "semantic search is approximate: a question searches its nearest clusters"
+                "semantic search is approximate: a question searches its nearest lists"
             );
         }
         let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
@@ -67,16 +67,11 @@ impl CorpusPool {
             )));
         }
         let tokenizer = Tokenizer::new().map_err(index_error)?;
-        let ids = (0..vectors.len())
-            .filter_map(|i| vectors.document(i))
-            .map(|(_, id, _)| Box::from(id))
-            .collect();
         let corpus = LoadedCorpus {
             documents: index.documents,
             model,
             weights,
             vectors,
-            ids,
             terms,
             tokenizer,
             _in_use: in_use,
@@ -162,7 +157,7 @@ impl CorpusPool {
     ) -> Result<Option<&'a str>, CorpusError> {
         Ok(ids
             .into_iter()
-            .find(|id| !self.inner.corpus.ids.contains(*id)))
+            .find(|id| !self.inner.corpus.vectors.has_id(id)))
     }
 
     /// Sessions open right now (0 whenever no plugin call is running).
@@ -214,6 +209,18 @@ impl CorpusPool {
     /// Bytes the term index holds in memory.
     pub fn term_index_bytes(&self) -> usize {
         self.inner.corpus.terms.heap_bytes()
+    }
+
+    /// Bytes the vector search holds in memory (the vectors and their codes, or for a large
+    /// corpus its inverted file).
+    pub fn vector_search_bytes(&self) -> usize {
+        self.inner.corpus.vectors.heap_bytes()
+    }
+
+    /// For a large corpus, the inverted file's lists and how many a question searches; `None`
+    /// for a corpus searched whole.
+    pub fn vector_lists(&self) -> Option<(usize, usize)> {
+        self.inner.corpus.vectors.lists()
     }
 
     /// The embedding model's name.

@@ -61,6 +61,23 @@ pub struct CorpusSession {
 const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text \
      FROM ids JOIN docs AS d ON d.rowid = ids.doc WHERE ids.id = ?1";
 
+/// A document's stored f32 vector, by rowid: the candidates of a large corpus's inverted file
+/// are scored with it (`vectors.rs`).
+const VECTOR_SQL: &str = "SELECT v FROM vectors WHERE doc = ?1";
+
+/// The f32 vector `VECTOR_SQL` reads for `doc` (little-endian).
+fn stored_vector(stmt: &mut rusqlite::CachedStatement<'_>, doc: u64) -> rusqlite::Result<Vec<f32>> {
+    let doc = i64::try_from(doc).map_err(|_| rusqlite::Error::QueryReturnedNoRows)?;
+    stmt.query_row([doc], |row| {
+        Ok(row
+            .get_ref(0)?
+            .as_blob()?
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    })
+}
+
 /// The statements a session runs, for benchmarks that compare a session with a plain connection.
 pub mod sql {
     pub use super::{RANK_SQL, SNIPPET_SQL};
@@ -196,11 +213,12 @@ impl CorpusSession {
             ));
         }
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES) as usize;
-        Ok(self
-            .pool
-            .corpus
-            .vectors
-            .nearest(vector, limit)
+        let vectors = &self.pool.corpus.vectors;
+        let near = self.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(VECTOR_SQL)?;
+            vectors.nearest(vector, limit, &mut |doc| stored_vector(&mut stmt, doc))
+        })?;
+        Ok(near
             .into_iter()
             .map(|n| Neighbour {
                 doc: n.doc,
@@ -209,6 +227,27 @@ impl CorpusSession {
                 similarity: f64::from(n.similarity),
             })
             .collect())
+    }
+
+    /// [`Self::nearest`] as (rowid, similarity), searching `probes` lists of a large corpus's
+    /// inverted file and scoring `wanted` candidates exactly: for measuring recall
+    /// (`corpus/benches/ann_recall.rs`), not for plugins.
+    #[doc(hidden)]
+    pub fn nearest_probing(
+        &self,
+        vector: &[f32],
+        k: usize,
+        probes: usize,
+        wanted: usize,
+    ) -> Result<Vec<(u64, f32)>, CorpusError> {
+        let vectors = &self.pool.corpus.vectors;
+        let near = self.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(VECTOR_SQL)?;
+            vectors.nearest_probing(vector, k, probes, wanted, &mut |doc| {
+                stored_vector(&mut stmt, doc)
+            })
+        })?;
+        Ok(near.into_iter().map(|n| (n.doc, n.similarity)).collect())
     }
 
     /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.
@@ -677,7 +716,8 @@ mod tests {
             let vector = pool.embed(q);
             for k in [5, 50] {
                 let fast: Vec<(u64, u32)> = vectors
-                    .nearest(&vector, k)
+                    .nearest(&vector, k, &mut |_| unreachable!("searched whole"))
+                    .unwrap()
                     .iter()
                     .map(|n| (n.doc, n.similarity.to_bits()))
                     .collect();
@@ -694,64 +734,6 @@ mod tests {
         drop(session);
         drop(pool);
         dir.close().unwrap();
-    }
-
-    /// The shipped corpus replicated 16 times (97,440 documents, ids suffixed `_vK`, as
-    /// `bench/replicate-corpus.py` makes it) is large enough to be searched by clusters: the
-    /// clustered `nearest` keeps most of the exhaustive answer for every dev question. Slow (it
-    /// embeds and indexes 97,440 documents), so run by hand, in release:
-    /// `cargo test --release -p turnstile-corpus --lib -- --ignored sixteen_times`.
-    #[test]
-    #[ignore = "builds a 97,440-document index; run by hand in release"]
-    fn sixteen_times_the_corpus_is_searched_by_clusters_that_keep_the_answer() {
-        let (dir, questions) = (tempfile::tempdir().unwrap(), dev_questions());
-        let shipped = crate::read_corpus(None).unwrap();
-        let mut jsonl = Vec::new();
-        for k in 1..=16 {
-            for line in std::str::from_utf8(&shipped.jsonl).unwrap().lines() {
-                let mut doc: serde_json::Value = serde_json::from_str(line).unwrap();
-                let id = format!("{}_v{k}", doc["id"].as_str().unwrap());
-                doc["id"] = id.into();
-                jsonl.extend(serde_json::to_vec(&doc).unwrap());
-                jsonl.push(b'\n');
-            }
-        }
-        let corpus = CorpusBytes {
-            name: "16x".into(),
-            jsonl,
-        };
-        let index = CorpusIndex::open_or_build(&corpus, &dir.path().join("16x")).unwrap();
-        let started = std::time::Instant::now();
-        let pool = CorpusPool::new(&index, 1).unwrap();
-        let opened = started.elapsed();
-        let session = pool.session().unwrap();
-        let vectors = &session.pool.corpus.vectors;
-        let (clusters, probed) = vectors.clusters().expect("clustered");
-        let (mut at_10, mut at_50) = (0usize, 0usize);
-        for q in &questions {
-            let vector = pool.embed(q);
-            let exact = vectors.nearest_exhaustive(&vector, 50);
-            let found = vectors.nearest(&vector, 50);
-            let kept = |n: usize| {
-                found[..n]
-                    .iter()
-                    .filter(|f| exact[..n].iter().any(|(d, _)| *d == f.doc))
-                    .count()
-            };
-            at_10 += kept(10);
-            at_50 += kept(50);
-        }
-        #[allow(clippy::cast_precision_loss)]
-        let (r10, r50) = (
-            at_10 as f64 / (10 * questions.len()) as f64,
-            at_50 as f64 / (50 * questions.len()) as f64,
-        );
-        eprintln!(
-            "{} documents, {clusters} clusters, {probed} probed; pool opened in {opened:?}; \
-             recall of the exhaustive top 10 {r10:.4}, top 50 {r50:.4}",
-            vectors.len()
-        );
-        assert!(r10 >= 0.9 && r50 >= 0.9, "recall@10 {r10}, recall@50 {r50}");
     }
 
     /// The term index ranks exactly as FTS5 does — the same documents in the same order with

@@ -1,7 +1,6 @@
 //! What a pool and its sessions share: the corpus loaded into memory (shared again by a pool's
 //! siblings), the idle connections, and the counts.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,8 +33,6 @@ pub(crate) struct LoadedCorpus {
     pub(crate) model: &'static Embedder,
     pub(crate) weights: TokenWeights,
     pub(crate) vectors: DocVectors,
-    /// Every document's id, for checking a plugin's answer.
-    pub(crate) ids: HashSet<Box<str>>,
     pub(crate) terms: TermIndex,
     pub(crate) tokenizer: Tokenizer,
     /// A shared lock on the index's checksum file while the corpus is loaded: the index is in

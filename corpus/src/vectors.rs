@@ -1,16 +1,21 @@
 //! Document vectors for semantic search: computed once per index build with the embedding model
-//! (`turnstile-embed`) and the corpus's own token weights, stored in the index (`token_weights`,
-//! `vectors`), loaded into memory when a pool
-//! opens, and searched by brute force: a scan of 12-bit integer copies of the vectors (half the
-//! memory to stream, integer arithmetic) with an error bound per document, then the exact f32 dot
-//! product for the few documents the bounds cannot rule out, so the answer is the exhaustive f32
-//! search's, to the bit (`corpus/benches/semantic.rs` measures it).
+//! (`turnstile-embed`) and the corpus's own token weights, on every core, stored in the index
+//! (`token_weights`, `vectors`, and for a large corpus its inverted file, `ivf.rs`).
+//!
+//! A corpus below [`MIN_DOCUMENTS`](super::ivf::MIN_DOCUMENTS) is held in memory and searched by
+//! brute force: a scan of 12-bit integer copies of the vectors (half the memory to stream,
+//! integer arithmetic) with an error bound per document, then the exact f32 dot product for the
+//! few documents the bounds cannot rule out, so the answer is the exhaustive f32 search's, to the
+//! bit (`corpus/benches/semantic.rs` measures it). A larger one is searched through its inverted
+//! file, and only the candidates it gives are scored exactly, their f32 vectors read from the
+//! index file: the vectors of a million documents (1 GB) never come into memory.
 
 use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
 
-use super::clusters::{Clusters, dot};
-use super::{CorpusError, Document};
+use super::ivf::{self, InvertedFile, dot};
+use super::labels::Labels;
+use super::{CorpusError, Document, parallel};
 
 /// The text a document is embedded from: its id, title and text, so that a question naming the
 /// object (`shutil.rmtree`) and one describing it both find it.
@@ -23,24 +28,36 @@ pub(super) fn model() -> Result<&'static Embedder, CorpusError> {
     Embedder::shipped().map_err(|e| CorpusError::Embedding(e.to_string()))
 }
 
+/// Documents embedded (and stored) at once: each batch is split over every core.
+const EMBED_BATCH: usize = 8_192;
+
 /// Weighs the model's tokens by their frequency in these documents ([`TokenWeights::sif`]),
 /// embeds every document, and stores the weights and each vector (little-endian f32, under its
-/// rowid).
+/// rowid); then, for a large corpus, its inverted file (`ivf.rs`). Tokenizing and embedding run
+/// on every core; the documents are tokenized twice (to count, then to embed) so that no more
+/// than a batch's tokens are ever held.
 pub(super) fn build(
     tx: &Transaction<'_>,
     model: &Embedder,
     docs: &[(i64, &Document)],
 ) -> rusqlite::Result<()> {
-    let tokens: Vec<Vec<u32>> = docs
-        .iter()
-        .map(|(_, d)| model.tokens(&document_text(d)))
-        .collect();
-    let mut counts = vec![0u64; model.vocabulary()];
-    for &token in tokens.iter().flatten() {
-        if let Some(count) = counts.get_mut(token as usize) {
-            *count += 1;
-        }
-    }
+    let vocabulary = model.vocabulary();
+    let counts = parallel::fold(
+        docs,
+        || vec![0u64; vocabulary],
+        |counts, (_, d)| {
+            for token in model.tokens(&document_text(d)) {
+                if let Some(count) = counts.get_mut(token as usize) {
+                    *count += 1;
+                }
+            }
+        },
+        |total, part| {
+            for (t, p) in total.iter_mut().zip(part) {
+                *t += p;
+            }
+        },
+    );
     let weights = TokenWeights::sif(&counts);
     tx.execute_batch(
         "CREATE TABLE token_weights (w BLOB NOT NULL);
@@ -51,12 +68,16 @@ pub(super) fn build(
         [weights.to_bytes()],
     )?;
     let mut insert = tx.prepare("INSERT INTO vectors (doc, v) VALUES (?1, ?2)")?;
-    for ((rowid, _), tokens) in docs.iter().zip(&tokens) {
-        let v = model.embed_tokens(tokens, &weights);
-        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        insert.execute(params![rowid, blob])?;
+    for batch in docs.chunks(EMBED_BATCH) {
+        let blobs = parallel::map(batch, |(_, d)| {
+            let v = model.embed(&document_text(d), &weights);
+            v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()
+        });
+        for ((rowid, _), blob) in batch.iter().zip(blobs) {
+            insert.execute(params![rowid, blob])?;
+        }
     }
-    Ok(())
+    ivf::build(tx, model.dims())
 }
 
 /// The token weights stored with the index.
@@ -71,22 +92,34 @@ pub(super) fn load_weights(conn: &Connection, model: &Embedder) -> rusqlite::Res
     })
 }
 
-/// Every document's vector, id and title, in memory, in rowid order (vectors row-major): a
-/// search needs no SQL at all.
+/// Every document's id and title, in memory, in rowid order, and what searching their vectors
+/// needs: for a corpus searched whole, the vectors themselves (row-major) and their 12-bit
+/// codes; for a large one, its inverted file (the vectors stay on disk).
 pub(crate) struct DocVectors {
     dims: usize,
     docs: Vec<u64>,
-    values: Vec<f32>,
-    labels: Vec<(String, String)>,
-    codes: Codes,
-    /// For a large corpus, the documents grouped so that a question searches a few groups
-    /// (`clusters.rs`; approximate); `None`: every document is searched (exact).
-    clusters: Option<Clusters>,
+    labels: Labels,
+    search: Search,
+}
+
+/// How a corpus's vectors are searched.
+enum Search {
+    /// Every document, exactly: the vectors (row-major) and their codes.
+    Whole { values: Vec<f32>, codes: Codes },
+    /// The members of a question's nearest lists; candidates scored with their stored vectors.
+    Lists(InvertedFile),
+}
+
+/// Candidates scored exactly per question, for `k` wanted: the best of the lists' members by
+/// their 8-bit codes, enough that one ranked too low by its codes is rarely missed
+/// (`corpus/benches/ann_recall.rs` measures it).
+pub(crate) fn rescored(k: usize) -> usize {
+    2 * k + 20
 }
 
 /// The vectors quantised to 12-bit integers, one scale per document (`value ≈ scale × code`, off
-/// by at most `scale / 2`): what [`DocVectors::nearest`] scans first. Row `r` is the document at
-/// position `r`, or for a clustered corpus the `r`-th of the clusters' order.
+/// by at most `scale / 2`): what [`DocVectors::nearest`] scans first for a corpus searched whole.
+/// Row `r` is the document at position `r`.
 struct Codes {
     codes: Vec<i16>,
     /// Per document: its scale ([`quantize`]).
@@ -96,9 +129,8 @@ struct Codes {
 }
 
 impl Codes {
-    /// The rows of `values` coded in position order, or in `order` (the clusters' order: each
-    /// cluster's codes are then one contiguous run, scanned in one sweep).
-    fn new(values: &[f32], dims: usize, order: Option<&[u32]>) -> Self {
+    /// The rows of `values` coded in position order.
+    fn new(values: &[f32], dims: usize) -> Self {
         let rows = if dims <= MAX_CODED_DIMS && dims.is_multiple_of(CODE_LANES) {
             values.len().checked_div(dims).unwrap_or(0)
         } else {
@@ -106,8 +138,7 @@ impl Codes {
         };
         let mut codes = Vec::with_capacity(rows * dims);
         let (mut scales, mut magnitudes) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-        let position = |row: usize| order.map_or(row, |o| o[row] as usize);
-        for v in (0..rows).map(|row| &values[position(row) * dims..(position(row) + 1) * dims]) {
+        for v in values.chunks_exact(dims.max(1)).take(rows) {
             let from = codes.len();
             scales.push(quantize(v, &mut codes));
             magnitudes.push(codes[from..].iter().map(|c| f64::from(c.abs())).sum());
@@ -175,50 +206,97 @@ pub(crate) struct Near<'a> {
 }
 
 impl DocVectors {
-    /// Reads the `vectors` table; every row must have `dims` values.
+    /// Reads every document's rowid, id and title, and either the inverted file (`ivf`) or,
+    /// when it is empty, every vector (`vectors`, each of `dims` values).
     pub(super) fn load(conn: &Connection, dims: usize) -> rusqlite::Result<Self> {
-        let mut stmt = conn.prepare(
-            "SELECT v.doc, v.v, d.id, d.title FROM vectors AS v \
-             JOIN docs AS d ON d.rowid = v.doc ORDER BY v.doc",
-        )?;
+        let (mut docs, mut labels) = (Vec::new(), Labels::default());
+        let mut stmt = conn.prepare("SELECT rowid, id, title FROM docs ORDER BY rowid")?;
         let mut rows = stmt.query([])?;
-        let (mut docs, mut values, mut labels) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(row) = rows.next()? {
+            docs.push(row.get::<_, i64>(0)?.unsigned_abs());
+            let text = |i| row.get_ref(i)?.as_str().map_err(rusqlite::Error::from);
+            labels.push(text(1)?, text(2)?);
+        }
+        let labels = labels.finish();
+        if let Some(file) = InvertedFile::load(conn, dims, docs.len())? {
+            return Ok(Self {
+                dims,
+                docs,
+                labels,
+                search: Search::Lists(file),
+            });
+        }
+        let mut stmt = conn.prepare("SELECT doc, v FROM vectors ORDER BY doc")?;
+        let mut rows = stmt.query([])?;
+        let mut values = Vec::with_capacity(docs.len() * dims);
+        let mut position = 0;
         while let Some(row) = rows.next()? {
             let blob = row.get_ref(1)?.as_blob()?;
-            if blob.len() != dims * 4 {
+            if blob.len() != dims * 4
+                || docs.get(position) != Some(&row.get::<_, i64>(0)?.unsigned_abs())
+            {
                 return Err(rusqlite::Error::InvalidColumnType(
                     1,
-                    format!("vector of {} bytes, not {}", blob.len(), dims * 4),
+                    format!(
+                        "vector of {} bytes, not {}, or of no document",
+                        blob.len(),
+                        dims * 4
+                    ),
                     rusqlite::types::Type::Blob,
                 ));
             }
-            docs.push(row.get::<_, i64>(0)?.unsigned_abs());
-            labels.push((row.get(2)?, row.get(3)?));
             values.extend(
                 blob.chunks_exact(4)
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             );
+            position += 1;
+        }
+        if position != docs.len() {
+            return Err(rusqlite::Error::InvalidColumnType(
+                1,
+                "a document without a vector".into(),
+                rusqlite::types::Type::Blob,
+            ));
         }
         Ok(Self::new(dims, docs, values, labels))
     }
 
-    fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Vec<(String, String)>) -> Self {
-        let clusters = Clusters::build(&values, dims);
-        let codes = Codes::new(&values, dims, clusters.as_ref().map(Clusters::order));
+    /// A corpus searched whole.
+    fn new(dims: usize, docs: Vec<u64>, values: Vec<f32>, labels: Labels) -> Self {
+        let codes = Codes::new(&values, dims);
         Self {
             dims,
             docs,
-            values,
             labels,
-            codes,
-            clusters,
+            search: Search::Whole { values, codes },
         }
     }
 
-    /// For a large corpus, its clusters and how many a search covers; `None`: every document is
+    /// For a large corpus, its lists and how many a search covers; `None`: every document is
     /// searched.
-    pub(crate) fn clusters(&self) -> Option<(usize, usize)> {
-        self.clusters.as_ref().map(|c| (c.count(), c.probes()))
+    pub(crate) fn lists(&self) -> Option<(usize, usize)> {
+        match &self.search {
+            Search::Lists(file) => Some((file.lists(), ivf::PROBES.min(file.lists()))),
+            Search::Whole { .. } => None,
+        }
+    }
+
+    /// Bytes the search holds (vectors and codes, or the inverted file, and every document's
+    /// id and title), for reports.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.labels.heap_bytes()
+            + self.docs.capacity() * 8
+            + match &self.search {
+                Search::Lists(file) => file.heap_bytes(),
+                Search::Whole { values, codes } => {
+                    values.len() * 4 + codes.codes.len() * 2 + codes.scales.len() * 16
+                }
+            }
+    }
+
+    /// Whether a document has this id.
+    pub(crate) fn has_id(&self, id: &str) -> bool {
+        self.labels.has_id(id)
     }
 
     /// Documents held (one vector each).
@@ -229,7 +307,7 @@ impl DocVectors {
     /// The rowid, id and title of the document at `position` (rowid order), if any.
     pub(crate) fn document(&self, position: usize) -> Option<(u64, &str, &str)> {
         let (id, title) = self.labels.get(position)?;
-        Some((self.docs[position], id, title))
+        Some((*self.docs.get(position)?, id, title))
     }
 
     /// Dimensions of every vector.
@@ -238,66 +316,102 @@ impl DocVectors {
     }
 
     /// The `k` documents most similar to `query` (cosine: both sides are unit vectors or zero),
-    /// best first, ties by rowid. A zero query is near nothing: no documents.
+    /// best first, ties by rowid, each with its exact similarity ([`dot`] of its f32 vector). A
+    /// zero query is near nothing: no documents. `stored` reads a document's f32 vector by rowid
+    /// from the index file (for a large corpus, whose vectors are not in memory).
     ///
-    /// Among the documents searched — all of them, or for a large corpus the members of the
-    /// question's nearest clusters (`clusters.rs`) — exactly what scoring each with [`dot`] would
-    /// give: the integer scan bounds each document's similarity from below and above; the `k`-th
-    /// best lower bound is a floor the true `k`-th similarity cannot be under, so only documents
-    /// whose upper bound reaches it are scored exactly, and those include every one of the true
-    /// best `k`, ties too.
-    pub(crate) fn nearest(&self, query: &[f32], k: usize) -> Vec<Near<'_>> {
-        if query.len() != self.dims || query.iter().all(|x| *x == 0.0) || k == 0 {
-            return Vec::new();
-        }
-        match &self.clusters {
-            Some(clusters) => {
-                let runs = clusters.probe(query);
-                let rows = runs.iter().map(|run| run.len()).sum();
-                self.nearest_among(query, k, rows, runs.into_iter().flatten())
-            }
-            None => self.nearest_among(query, k, self.len(), 0..self.len()),
-        }
-    }
-
-    /// [`Self::nearest`] over the `searched` documents whose code rows `rows` gives (a row is a
-    /// position, or for a clustered corpus a place in the clusters' order).
-    fn nearest_among(
+    /// A corpus searched whole gets exactly what scoring each document with [`dot`] would give:
+    /// the integer scan bounds each document's similarity from below and above; the `k`-th best
+    /// lower bound is a floor the true `k`-th similarity cannot be under, so only documents whose
+    /// upper bound reaches it are scored exactly, and those include every one of the true best
+    /// `k`, ties too. A large one gets the best `k` of the candidates its inverted file gives.
+    pub(crate) fn nearest(
         &self,
         query: &[f32],
         k: usize,
-        searched: usize,
-        rows: impl Iterator<Item = usize>,
-    ) -> Vec<Near<'_>> {
-        let order = self.clusters.as_ref().map(Clusters::order);
-        let position = |row: usize| order.map_or(row, |o| o[row] as usize);
+        stored: &mut dyn FnMut(u64) -> rusqlite::Result<Vec<f32>>,
+    ) -> rusqlite::Result<Vec<Near<'_>>> {
+        self.nearest_probing(query, k, ivf::PROBES, rescored(k), stored)
+    }
+
+    /// [`Self::nearest`] searching `probes` lists and scoring `wanted` candidates exactly (for a
+    /// large corpus; for measuring recall).
+    pub(crate) fn nearest_probing(
+        &self,
+        query: &[f32],
+        k: usize,
+        probes: usize,
+        wanted: usize,
+        stored: &mut dyn FnMut(u64) -> rusqlite::Result<Vec<f32>>,
+    ) -> rusqlite::Result<Vec<Near<'_>>> {
+        if query.len() != self.dims || query.iter().all(|x| *x == 0.0) || k == 0 {
+            return Ok(Vec::new());
+        }
+        let scored = match &self.search {
+            Search::Whole { values, codes } => self.nearest_whole(values, codes, query, k),
+            Search::Lists(file) => {
+                let mut scored = Vec::new();
+                for position in file.candidates(query, probes, wanted.max(k)) {
+                    let i = position as usize;
+                    let v = stored(self.docs[i])?;
+                    if v.len() != self.dims {
+                        return Err(rusqlite::Error::InvalidColumnType(
+                            0,
+                            "a vector of another size".into(),
+                            rusqlite::types::Type::Blob,
+                        ));
+                    }
+                    scored.push((dot(&v, query), i));
+                }
+                best(scored, k)
+            }
+        };
+        Ok(scored
+            .into_iter()
+            .filter_map(|(similarity, i)| {
+                let (doc, id, title) = self.document(i)?;
+                Some(Near {
+                    doc,
+                    id,
+                    title,
+                    similarity,
+                })
+            })
+            .collect())
+    }
+
+    /// The exact search of a corpus searched whole: (similarity, position), best first.
+    fn nearest_whole(
+        &self,
+        values: &[f32],
+        codes: &Codes,
+        query: &[f32],
+        k: usize,
+    ) -> Vec<(f32, usize)> {
+        let searched = self.len();
         let q = QueryCodes::new(query);
-        // Each document's position, lower and upper bound; the k-th best lower bound is the floor.
-        let coded = !self.codes.scales.is_empty();
+        // Each document's lower and upper bound; the k-th best lower bound is the floor.
+        let coded = !codes.scales.is_empty();
         let capacity = if coded { searched } else { 0 };
-        let (mut positions, mut highs, mut lows) = (
-            Vec::with_capacity(capacity),
+        let (mut highs, mut lows) = (
             Vec::with_capacity(capacity),
             Vec::<f64>::with_capacity(capacity),
         );
-        for row in rows {
-            if !coded {
-                positions.push(position(row));
-                continue;
+        if coded {
+            for row in 0..searched {
+                let c = &codes.codes[row * self.dims..(row + 1) * self.dims];
+                let (scale, magnitude) = (codes.scales[row], codes.magnitudes[row]);
+                #[allow(clippy::cast_precision_loss)]
+                let estimate = scale * q.step * dot_codes(c, &q.codes) as f64;
+                // |Σ δᵢqᵢ| ≤ scale/2 · ‖q‖₁ (the document's rounding), plus scale · Σ|cᵢ| · step/2
+                // (the query's), plus f32 rounding of the exact product (Σ|vᵢqᵢ| ≤ max|v| ‖q‖₁,
+                // max|v| = CODE_MAX · scale).
+                let error = scale * 0.5 * q.l1
+                    + scale * magnitude * q.step * 0.5
+                    + ROUNDING_SLACK * scale * CODE_MAX * q.l1;
+                highs.push(estimate + error);
+                lows.push(estimate - error);
             }
-            let codes = &self.codes.codes[row * self.dims..(row + 1) * self.dims];
-            let (scale, magnitude) = (self.codes.scales[row], self.codes.magnitudes[row]);
-            #[allow(clippy::cast_precision_loss)]
-            let estimate = scale * q.step * dot_codes(codes, &q.codes) as f64;
-            // |Σ δᵢqᵢ| ≤ scale/2 · ‖q‖₁ (the document's rounding), plus scale · Σ|cᵢ| · step/2
-            // (the query's), plus f32 rounding of the exact product (Σ|vᵢqᵢ| ≤ max|v| ‖q‖₁,
-            // max|v| = CODE_MAX · scale).
-            let error = scale * 0.5 * q.l1
-                + scale * magnitude * q.step * 0.5
-                + ROUNDING_SLACK * scale * CODE_MAX * q.l1;
-            positions.push(position(row));
-            highs.push(estimate + error);
-            lows.push(estimate - error);
         }
         let floor = if coded && searched > k {
             *lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
@@ -306,36 +420,21 @@ impl DocVectors {
             f64::NEG_INFINITY
         };
         // (similarity, position); positions follow rowids, so ties go to the lower rowid.
-        let mut scored: Vec<(f32, usize)> = (0..positions.len())
-            .filter(|&j| highs.get(j).is_none_or(|high| *high >= floor))
-            .map(|j| {
-                let i = positions[j];
-                let v = &self.values[i * self.dims..(i + 1) * self.dims];
-                (dot(v, query), i)
-            })
+        let scored: Vec<(f32, usize)> = (0..searched)
+            .filter(|&i| highs.get(i).is_none_or(|high| *high >= floor))
+            .map(|i| (dot(&values[i * self.dims..(i + 1) * self.dims], query), i))
             .collect();
-        let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if scored.len() > k {
-            scored.select_nth_unstable_by(k - 1, order);
-            scored.truncate(k);
-        }
-        scored.sort_unstable_by(order);
-        scored
-            .into_iter()
-            .map(|(similarity, i)| Near {
-                doc: self.docs[i],
-                id: &self.labels[i].0,
-                title: &self.labels[i].1,
-                similarity,
-            })
-            .collect()
+        best(scored, k)
     }
 
-    /// [`Self::nearest`] the plain way: every document scored with [`dot`] (what it must equal).
+    /// [`Self::nearest`] the plain way: every document scored with [`dot`] (what it must equal;
+    /// `None` for a large corpus, whose vectors are not in memory).
     #[cfg(test)]
     pub(crate) fn nearest_exhaustive(&self, query: &[f32], k: usize) -> Vec<(u64, f32)> {
-        let mut scored: Vec<(f32, usize)> = self
-            .values
+        let Search::Whole { values, .. } = &self.search else {
+            return Vec::new();
+        };
+        let mut scored: Vec<(f32, usize)> = values
             .chunks_exact(self.dims)
             .map(|v| dot(v, query))
             .enumerate()
@@ -345,6 +444,17 @@ impl DocVectors {
         scored.truncate(k);
         scored.into_iter().map(|(s, i)| (self.docs[i], s)).collect()
     }
+}
+
+/// The best `k` of `scored` (similarity, position), best first, ties by position.
+fn best(mut scored: Vec<(f32, usize)>, k: usize) -> Vec<(f32, usize)> {
+    let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, order);
+        scored.truncate(k);
+    }
+    scored.sort_unstable_by(order);
+    scored
 }
 
 /// The integer dot product of a document's codes and the query's, exact: each product is at most
@@ -367,63 +477,20 @@ fn dot_codes(a: &[i16], b: &[i16]) -> i64 {
 mod tests {
     use super::*;
 
-    /// `values` as a corpus grouped into `count` clusters, `probes` searched per question.
-    fn clustered(values: Vec<f32>, dims: usize, count: usize, probes: usize) -> DocVectors {
-        let n = values.len() / dims;
-        let mut v = DocVectors::new(
-            dims,
-            (1..=n as u64).collect(),
-            values,
-            (1..=n).map(|i| (format!("id{i}"), String::new())).collect(),
-        );
-        let clusters = Clusters::with(&v.values, dims, count, probes);
-        v.codes = Codes::new(&v.values, dims, Some(clusters.order()));
-        v.clusters = Some(clusters);
-        v
+    fn labels(all: impl Iterator<Item = (String, String)>) -> Labels {
+        let mut labels = Labels::default();
+        for (id, title) in all {
+            labels.push(&id, &title);
+        }
+        labels.finish()
     }
 
-    #[test]
-    fn a_clustered_search_finds_most_of_the_exhaustive_answer_with_exact_similarities() {
-        let dims = 32;
-        let values = crate::clusters::tests::clustered(40, 50, dims);
-        let questions: Vec<Vec<f32>> = (0..40)
-            .map(|i| values[i * dims..(i + 1) * dims].to_vec())
-            .collect();
-        let k = 20;
-        // Every cluster probed: the exhaustive answer, to the bit.
-        let all = clustered(values.clone(), dims, 40, 40);
-        for q in &questions {
-            let found: Vec<(u64, f32)> = all
-                .nearest(q, k)
-                .iter()
-                .map(|n| (n.doc, n.similarity))
-                .collect();
-            assert_eq!(found, all.nearest_exhaustive(q, k));
-        }
-        // A quarter probed: most of it, each similarity exact, best first.
-        let some = clustered(values, dims, 40, 10);
-        let (mut hits, mut total) = (0, 0);
-        for q in &questions {
-            let exact = some.nearest_exhaustive(q, k);
-            let found = some.nearest(q, k);
-            assert_eq!(found.len(), k);
-            assert!(found.windows(2).all(|w| w[0].similarity >= w[1].similarity));
-            for n in &found {
-                let i = usize::try_from(n.doc).unwrap() - 1;
-                assert_eq!(
-                    n.similarity.to_bits(),
-                    dot(&some.values[i * dims..(i + 1) * dims], q).to_bits()
-                );
-            }
-            hits += found
-                .iter()
-                .filter(|n| exact.iter().any(|(d, _)| *d == n.doc))
-                .count();
-            total += k;
-        }
-        let recall =
-            f64::from(u32::try_from(hits).unwrap()) / f64::from(u32::try_from(total).unwrap());
-        assert!(recall >= 0.9, "recall {recall}");
+    /// `nearest` of a corpus searched whole (it never reads a stored vector).
+    fn near<'a>(v: &'a DocVectors, query: &[f32], k: usize) -> Vec<Near<'a>> {
+        v.nearest(query, k, &mut |_| {
+            panic!("a corpus searched whole reads no stored vector")
+        })
+        .unwrap()
     }
 
     fn vectors(rows: &[[f32; 2]]) -> DocVectors {
@@ -431,9 +498,7 @@ mod tests {
             2,
             (1..=rows.len() as u64).collect(),
             rows.iter().flatten().copied().collect(),
-            (1..=rows.len())
-                .map(|i| (format!("id{i}"), format!("title {i}")))
-                .collect(),
+            labels((1..=rows.len()).map(|i| (format!("id{i}"), format!("title {i}")))),
         )
     }
 
@@ -445,19 +510,19 @@ mod tests {
     fn nearest_is_best_first_with_ties_by_document() {
         let v = vectors(&[[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.0, 1.0]]);
         assert_eq!(
-            found(&v.nearest(&[0.0, 1.0], 3)),
+            found(&near(&v, &[0.0, 1.0], 3)),
             vec![(2, "id2", 1.0), (4, "id4", 1.0), (3, "id3", 0.8)]
         );
-        assert_eq!(v.nearest(&[0.0, 1.0], 1)[0].title, "title 2");
-        assert_eq!(v.nearest(&[1.0, 0.0], 10).len(), 4);
+        assert_eq!(near(&v, &[0.0, 1.0], 1)[0].title, "title 2");
+        assert_eq!(near(&v, &[1.0, 0.0], 10).len(), 4);
     }
 
     #[test]
     fn a_zero_or_misshapen_query_is_near_nothing() {
         let v = vectors(&[[1.0, 0.0]]);
-        assert!(v.nearest(&[0.0, 0.0], 5).is_empty());
-        assert!(v.nearest(&[1.0], 5).is_empty());
-        assert!(v.nearest(&[1.0, 0.0], 0).is_empty());
+        assert!(near(&v, &[0.0, 0.0], 5).is_empty());
+        assert!(near(&v, &[1.0], 5).is_empty());
+        assert!(near(&v, &[1.0, 0.0], 0).is_empty());
     }
 
     /// Deterministic pseudo-random values in -1..1 (a linear congruential generator).
@@ -509,12 +574,12 @@ mod tests {
             dims,
             (1..=n as u64).collect(),
             rows.concat(),
-            (1..=n).map(|i| (format!("id{i}"), String::new())).collect(),
+            labels((1..=n).map(|i| (format!("id{i}"), String::new()))),
         );
         let mut queries: Vec<Vec<f32>> =
             (0..40u64).map(|s| unit(noise(50_000 + s, dims))).collect();
         // Queries close to a stored vector (many near-ties at the top), scaled ones, a one-hot.
-        queries.push(v.values[dims * 30..dims * 31].to_vec());
+        queries.push(rows[30].clone());
         queries.push(noise(9, dims).iter().map(|x| x * 1e6).collect());
         queries.push(noise(10, dims).iter().map(|x| x * 1e-30).collect());
         let mut one_hot = vec![0.0; dims];
@@ -522,8 +587,7 @@ mod tests {
         queries.push(one_hot);
         for (qi, q) in queries.iter().enumerate() {
             for k in [1, 5, 26, 50, n - 1, n, n + 3] {
-                let fast: Vec<(u64, f32)> = v
-                    .nearest(q, k)
+                let fast: Vec<(u64, f32)> = near(&v, q, k)
                     .iter()
                     .map(|x| (x.doc, x.similarity))
                     .collect();
@@ -547,12 +611,14 @@ mod tests {
                 dims,
                 (1..=6).collect(),
                 rows.concat(),
-                (1..=6).map(|i| (format!("id{i}"), String::new())).collect(),
+                labels((1..=6).map(|i| (format!("id{i}"), String::new()))),
             );
-            assert!(v.codes.codes.is_empty());
+            let Search::Whole { codes, .. } = &v.search else {
+                panic!("searched whole")
+            };
+            assert!(codes.codes.is_empty());
             let q = unit(noise(99, dims));
-            let fast: Vec<(u64, f32)> = v
-                .nearest(&q, 3)
+            let fast: Vec<(u64, f32)> = near(&v, &q, 3)
                 .iter()
                 .map(|x| (x.doc, x.similarity))
                 .collect();

@@ -1,8 +1,9 @@
 //! `turnstile corpus build SRC… --out FILE`: every input's passages, written in order to a
 //! corpus file, checked by the corpus's own loader before it replaces `FILE`.
 
-use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use clap::builder::TypedValueParser;
@@ -14,13 +15,12 @@ use tempfile::NamedTempFile;
 use turnstile_corpus::MAX_CORPUS_BYTES;
 
 use crate::durable;
-use crate::emit::{Passage, passages_from};
+use crate::emit::{MAX_ID_BYTES, Passage, document_passages, row_passages};
 use crate::files::{self, Input, Skipped};
+use crate::ids::Ids;
 use crate::passage::{self, Cut};
-use crate::table::Columns;
-
-/// Longest id, in bytes (the corpus's bound); a passage whose id would be longer is skipped.
-const MAX_ID_BYTES: usize = 512;
+use crate::summary::{BadRow, MAX_LISTED, Summary};
+use crate::table::{self, Columns};
 
 /// `turnstile corpus build`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -53,6 +53,11 @@ pub struct BuildArgs {
     /// CSV and JSON Lines: the column holding a row's text (required).
     #[arg(long, default_value = "text")]
     pub text_column: String,
+    /// CSV and JSON Lines: leave out a bad row (not UTF-8, not a JSON object, a field missing or
+    /// of the wrong type, a record of the wrong width, a row over 16 MiB), counted and listed by
+    /// file and line, and keep the good ones. Without it, the first bad row stops the build.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
 }
 
 impl BuildArgs {
@@ -82,6 +87,19 @@ pub enum BuildError {
     /// Settings that do not go together.
     #[error("{0}")]
     Settings(String),
+    /// A row of a table cannot be read (without `--skip-bad-rows`).
+    #[error(
+        "{}: line {line}: {why} (--skip-bad-rows leaves such rows out and keeps the others)",
+        .path.display()
+    )]
+    BadRow {
+        /// The table.
+        path: PathBuf,
+        /// The line (1-based) the row starts on.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Two passages would have the same id.
     #[error("id {id:?} comes from both {} and {}", .first.display(), .second.display())]
     DuplicateId {
@@ -114,56 +132,6 @@ pub enum BuildError {
     Invalid(#[from] turnstile_corpus::CorpusError),
 }
 
-/// What a build did.
-#[derive(Debug, Clone)]
-pub struct Summary {
-    /// The file written.
-    pub out: PathBuf,
-    /// Files read, by kind.
-    pub read: BTreeMap<&'static str, usize>,
-    /// Files and passages passed over, with why.
-    pub skipped: Vec<Skipped>,
-    /// Rows without text (CSV, JSON Lines).
-    pub empty_rows: usize,
-    /// Passages written.
-    pub passages: usize,
-    /// Bytes written.
-    pub bytes: u64,
-    /// The file's sha256 (for `--corpus`'s pin).
-    pub sha256: String,
-}
-
-impl std::fmt::Display for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let read: Vec<String> = self.read.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        let files: usize = self.read.values().sum();
-        writeln!(f, "read {files} files ({})", read.join(", "))?;
-        if !self.skipped.is_empty() {
-            writeln!(f, "skipped {}:", self.skipped.len())?;
-            for s in self.skipped.iter().take(MAX_LISTED_SKIPS) {
-                writeln!(f, "  {}: {}", s.path.display(), s.why)?;
-            }
-            if self.skipped.len() > MAX_LISTED_SKIPS {
-                writeln!(f, "  … and {} more", self.skipped.len() - MAX_LISTED_SKIPS)?;
-            }
-        }
-        if self.empty_rows > 0 {
-            writeln!(f, "rows without text: {}", self.empty_rows)?;
-        }
-        write!(
-            f,
-            "wrote {} passages to {} ({} bytes, sha256 {})",
-            self.passages,
-            self.out.display(),
-            self.bytes,
-            self.sha256
-        )
-    }
-}
-
-/// Skips listed one by one in the summary; the rest are counted.
-const MAX_LISTED_SKIPS: usize = 20;
-
 /// One line of the corpus file, its keys in the loader's order.
 #[derive(Serialize)]
 struct Line<'a> {
@@ -179,15 +147,6 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     if let Some(problem) = args.overlap_problem() {
         return Err(BuildError::Settings(format!("--overlap: {problem}")));
     }
-    let cut = Cut {
-        max_chars: args.max_chars,
-        overlap: args.overlap,
-    };
-    let columns = Columns {
-        id: args.id_column.clone(),
-        title: args.title_column.clone(),
-        text: args.text_column.clone(),
-    };
     let mut inputs = Vec::new();
     let mut skipped = Vec::new();
     for source in &args.sources {
@@ -199,13 +158,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         inputs.extend(found);
         skipped.extend(passed);
     }
-    let bar = (progress && inputs.len() >= 50).then(|| {
-        let bar = indicatif::ProgressBar::new(inputs.len() as u64);
+    let total: u64 = inputs.iter().map(|i| i.len).sum();
+    let bar = (progress && (inputs.len() >= 50 || total >= PROGRESS_BYTES)).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} files, {msg} passages ({elapsed})",
+            "{bar:40} {bytes}/{total_bytes}, {msg} passages ({elapsed}, {eta} left)",
         ) {
             bar.set_style(style);
         }
+        bar.set_message("0");
         bar
     });
 
@@ -216,20 +177,141 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         source,
     })?;
     let partial_path = partial.path().to_owned();
-    let mut writer = Writer {
-        out: std::io::BufWriter::new(partial),
-        hash: Sha256::new(),
-        bytes: 0,
-        ids: HashMap::new(),
-        passages: 0,
+    let spill_dir = partial_path.parent().unwrap_or(Path::new(".")).to_owned();
+    let mut run = Run {
+        args,
+        cut: Cut {
+            max_chars: args.max_chars,
+            overlap: args.overlap,
+        },
+        columns: Columns {
+            id: args.id_column.clone(),
+            title: args.title_column.clone(),
+            text: args.text_column.clone(),
+        },
+        inputs: &inputs,
+        writer: Writer {
+            out: std::io::BufWriter::with_capacity(1 << 20, partial),
+            hash: Sha256::new(),
+            bytes: 0,
+            ids: Ids::new(&spill_dir),
+            passages: 0,
+        },
+        skipped,
+        read: BTreeMap::new(),
+        empty_rows: 0,
+        bad_rows: 0,
+        bad_rows_listed: Vec::new(),
+        bar,
     };
-    let mut read = BTreeMap::new();
-    let mut empty_rows = 0;
     let result = (|| {
-        for (at, input) in inputs.iter().enumerate() {
-            // Each passage written as it is cut; the first write that fails stops the build.
-            let mut failed = None;
-            let outcome = passages_of(input, cut, &columns, &mut |p| {
+        for at in 0..inputs.len() {
+            run.file(at)?;
+            if let Some(bar) = &run.bar {
+                bar.set_message(run.writer.passages.to_string());
+            }
+        }
+        run.writer.out.flush().map_err(|source| BuildError::Write {
+            path: partial_path.clone(),
+            source,
+        })
+    })();
+    if let Some(bar) = &run.bar {
+        bar.finish_and_clear();
+    }
+    let Run {
+        writer,
+        skipped,
+        read,
+        empty_rows,
+        bad_rows,
+        bad_rows_listed,
+        ..
+    } = run;
+    result?;
+    if writer.passages == 0 {
+        return Err(BuildError::Empty(format!(
+            "{} files read, {} skipped",
+            read.values().sum::<usize>(),
+            skipped.len()
+        )));
+    }
+    let write_error = |path: &Path| {
+        let path = path.to_owned();
+        move |source: std::io::Error| BuildError::Write { path, source }
+    };
+    if let Some(twice) = writer.ids.duplicate().map_err(write_error(&spill_dir))? {
+        let path_of = |input: u32| inputs[input as usize].path.clone();
+        return Err(BuildError::DuplicateId {
+            id: id_at(&partial_path, twice.second.0).map_err(write_error(&partial_path))?,
+            first: path_of(twice.first.1),
+            second: path_of(twice.second.1),
+        });
+    }
+    let partial = writer.out.into_inner().map_err(|e| BuildError::Write {
+        path: partial_path.clone(),
+        source: e.into_error(),
+    })?;
+    loads(&partial_path)?;
+    durable::persist(partial, &args.out)
+        .map_err(|(path, source)| BuildError::Write { path, source })?;
+    Ok(Summary {
+        out: args.out.clone(),
+        read,
+        skipped,
+        empty_rows,
+        bad_rows,
+        bad_rows_listed,
+        passages: writer.passages,
+        bytes: writer.bytes,
+        sha256: hex::encode(writer.hash.finalize()),
+    })
+}
+
+/// A build under way.
+struct Run<'a> {
+    args: &'a BuildArgs,
+    cut: Cut,
+    columns: Columns,
+    inputs: &'a [Input],
+    writer: Writer,
+    skipped: Vec<Skipped>,
+    read: BTreeMap<&'static str, usize>,
+    empty_rows: usize,
+    bad_rows: usize,
+    bad_rows_listed: Vec<BadRow>,
+    /// On a terminal, for many files or large ones: bytes read.
+    bar: Option<indicatif::ProgressBar>,
+}
+
+/// Inputs of at least this many bytes show a progress bar (as do 50 files or more).
+const PROGRESS_BYTES: u64 = 64 << 20;
+
+/// Passages between two updates of the progress bar's count, within a table.
+const PROGRESS_PASSAGES: usize = 1 << 12;
+
+impl Run<'_> {
+    /// Reads `inputs[at]` and writes its passages.
+    fn file(&mut self, at: usize) -> Result<(), BuildError> {
+        let input = &self.inputs[at];
+        if input.format.is_table() {
+            return self.table(at);
+        }
+        if let Some(bar) = &self.bar {
+            bar.inc(input.len);
+        }
+        let source = match files::read(&input.path) {
+            Ok(source) => source,
+            Err(why) => {
+                self.skipped.push(files::skip(&input.path, why));
+                return Ok(());
+            }
+        };
+        // Each passage written as it is cut; the first write that fails stops the build.
+        let mut failed = None;
+        let (writer, skipped, inputs) = (&mut self.writer, &mut self.skipped, self.inputs);
+        let outcome =
+            document_passages(&source, input.format, &input.id_path, self.cut, &mut |p| {
                 if failed.is_some() {
                     return;
                 }
@@ -238,68 +320,117 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
                         &input.path,
                         format!("a passage's id is over {MAX_ID_BYTES} bytes"),
                     ));
-                } else if let Err(e) = writer.write(&p, at, &inputs) {
+                } else if let Err(e) = writer.write(&p, at, inputs) {
                     failed = Some(e);
                 }
             });
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            match outcome {
-                Err(why) => skipped.push(files::skip(&input.path, why)),
-                Ok(empty) => {
-                    *read.entry(input.format.kind()).or_insert(0) += 1;
-                    empty_rows += empty;
-                }
-            }
-            if let Some(bar) = &bar {
-                bar.inc(1);
-                bar.set_message(writer.passages.to_string());
-            }
+        if let Some(e) = failed {
+            return Err(e);
         }
-        writer.out.flush().map_err(|source| BuildError::Write {
-            path: partial_path.clone(),
-            source,
-        })
-    })();
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+        match outcome {
+            Err(why) => self.skipped.push(files::skip(&input.path, why)),
+            Ok(()) => *self.read.entry(input.format.kind()).or_insert(0) += 1,
+        }
+        Ok(())
     }
-    let finished = result.and_then(|()| {
-        if writer.passages == 0 {
-            return Err(BuildError::Empty(format!(
-                "{} files read, {} skipped",
-                read.values().sum::<usize>(),
-                skipped.len()
-            )));
+
+    /// Reads the table `inputs[at]` a row at a time and writes each row's passages as it is
+    /// read: a bad row stops the build, or is left out and counted under `--skip-bad-rows`.
+    fn table(&mut self, at: usize) -> Result<(), BuildError> {
+        let input = &self.inputs[at];
+        let source_error = |source| BuildError::Source {
+            path: input.path.clone(),
+            source,
+        };
+        // A table that cannot be opened is passed over, as a document that cannot be read; one
+        // that fails while it is read stops the build (some of its rows are written).
+        let opened = std::fs::File::open(&input.path).and_then(|file| {
+            let file: Box<dyn std::io::Read> = match &self.bar {
+                Some(bar) => Box::new(bar.wrap_read(file)),
+                None => Box::new(file),
+            };
+            files::buffered(file)
+        });
+        let mut reader = match opened {
+            Ok(reader) => reader,
+            Err(e) => {
+                self.skipped.push(files::skip(&input.path, e.to_string()));
+                return Ok(());
+            }
+        };
+        let rows: table::Rows = match input.format {
+            files::Format::Csv => table::csv_rows,
+            _ => table::jsonl_rows,
+        };
+        let kind = input.format.kind();
+        let (cut, skip_bad_rows, inputs) = (self.cut, self.args.skip_bad_rows, self.inputs);
+        let mut failed = None;
+        let mut shown = self.writer.passages;
+        rows(&mut reader as &mut dyn BufRead, &self.columns, &mut |row| {
+            let bad = match row {
+                Err(bad) => bad,
+                Ok(row) => {
+                    let line = row.line;
+                    if row.text.is_empty() {
+                        self.empty_rows += 1;
+                        return ControlFlow::Continue(());
+                    }
+                    let mut wrote = Ok(());
+                    let writer = &mut self.writer;
+                    if let Some(bar) = &self.bar
+                        && writer.passages >= shown + PROGRESS_PASSAGES
+                    {
+                        shown = writer.passages;
+                        bar.set_message(shown.to_string());
+                    }
+                    let outcome = row_passages(row, kind, &input.id_path, cut, &mut |p| {
+                        if wrote.is_ok() {
+                            wrote = writer.write(&p, at, inputs);
+                        }
+                    });
+                    if let Err(e) = wrote {
+                        failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                    match outcome {
+                        Ok(()) => return ControlFlow::Continue(()),
+                        Err(why) => table::BadRow { line, why },
+                    }
+                }
+            };
+            if !skip_bad_rows {
+                failed = Some(BuildError::BadRow {
+                    path: input.path.clone(),
+                    line: bad.line,
+                    why: bad.why,
+                });
+                return ControlFlow::Break(());
+            }
+            self.bad_rows += 1;
+            if self.bad_rows_listed.len() < MAX_LISTED {
+                self.bad_rows_listed.push(BadRow {
+                    path: input.path.clone(),
+                    line: bad.line,
+                    why: bad.why,
+                });
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(source_error)?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        let partial = writer.out.into_inner().map_err(|e| BuildError::Write {
-            path: partial_path.clone(),
-            source: e.into_error(),
-        })?;
-        loads(&partial_path)?;
-        durable::persist(partial, &args.out)
-            .map_err(|(path, source)| BuildError::Write { path, source })
-    });
-    finished?;
-    Ok(Summary {
-        out: args.out.clone(),
-        read,
-        skipped,
-        empty_rows,
-        passages: writer.passages,
-        bytes: writer.bytes,
-        sha256: hex::encode(writer.hash.finalize()),
-    })
+        *self.read.entry(kind).or_insert(0) += 1;
+        Ok(())
+    }
 }
 
 struct Writer {
     out: std::io::BufWriter<NamedTempFile>,
     hash: Sha256,
     bytes: u64,
-    /// Every id written (by the first 16 bytes of its sha256: a passage costs 20 bytes here,
-    /// whatever its id), and the input it came from.
-    ids: HashMap<[u8; 16], u32>,
+    /// Every id written, checked for repeats once all are ([`Ids`]: bounded memory).
+    ids: Ids,
     passages: usize,
 }
 
@@ -307,19 +438,6 @@ impl Writer {
     /// Writes `p`, a passage of `inputs[at]`.
     fn write(&mut self, p: &Passage, at: usize, inputs: &[Input]) -> Result<(), BuildError> {
         let input = &inputs[at];
-        let digest = Sha256::digest(p.id.as_bytes());
-        let mut key = [0; 16];
-        key.copy_from_slice(&digest[..16]);
-        let index = u32::try_from(at).unwrap_or(u32::MAX);
-        if let Some(first) = self.ids.insert(key, index) {
-            return Err(BuildError::DuplicateId {
-                id: p.id.clone(),
-                first: inputs
-                    .get(first as usize)
-                    .map_or_else(|| input.path.clone(), |i| i.path.clone()),
-                second: input.path.clone(),
-            });
-        }
         let mut line = serde_json::to_vec(&Line {
             id: &p.id,
             kind: p.kind,
@@ -331,6 +449,14 @@ impl Writer {
         if self.bytes + line.len() as u64 > MAX_CORPUS_BYTES {
             return Err(BuildError::TooLarge);
         }
+        let number = u32::try_from(self.passages).map_err(|_| BuildError::TooLarge)?;
+        let index = u32::try_from(at).unwrap_or(u32::MAX);
+        self.ids
+            .add(&p.id, number, index)
+            .map_err(|source| BuildError::Write {
+                path: input.path.clone(),
+                source,
+            })?;
         self.out
             .write_all(&line)
             .map_err(|source| BuildError::Write {
@@ -344,8 +470,29 @@ impl Writer {
     }
 }
 
-/// Lines of the written corpus checked at a time, at least (whole lines).
-const CHECKED_BYTES: usize = 64 << 20;
+/// The id of the `n`th (0-based) line of the corpus written to `path`.
+fn id_at(path: &Path, n: u32) -> std::io::Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let mut file = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut line = Vec::new();
+    for _ in 0..=n {
+        line.clear();
+        file.read_until(b'\n', &mut line)?;
+    }
+    let id: Id = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
+    Ok(id.id)
+}
+
+/// Bytes of the written corpus checked at a time, at most (whole lines; a line may pass it).
+/// The loader holds a piece's documents and ids besides its bytes: about three times as much.
+const CHECKED_BYTES: usize = 16 << 20;
+
+/// Lines of the written corpus checked at a time, at most: short lines cost more per byte in
+/// the loader (each document and id allocated on its own).
+const CHECKED_LINES: usize = 1 << 16;
 
 /// The server's own loader, on the bytes written: what `serve --corpus` will accept. Read in
 /// pieces of whole lines, so the check holds a piece, not the corpus (the writer has made sure
@@ -362,7 +509,7 @@ fn loads(path: &Path) -> Result<(), BuildError> {
     loop {
         piece.clear();
         let mut lines = 0;
-        while piece.len() < CHECKED_BYTES {
+        while piece.len() < CHECKED_BYTES && lines < CHECKED_LINES {
             if file.read_until(b'\n', &mut piece).map_err(error)? == 0 {
                 break;
             }
@@ -382,16 +529,4 @@ fn loads(path: &Path) -> Result<(), BuildError> {
         })?;
         lines_before += lines;
     }
-}
-
-/// A file's passages, each handed to `emit`, and how many of its rows had no text; `Err` says
-/// why it is skipped (before any passage is handed on).
-fn passages_of(
-    input: &Input,
-    cut: Cut,
-    columns: &Columns,
-    emit: &mut dyn FnMut(Passage),
-) -> Result<usize, String> {
-    let source = files::read(&input.path)?;
-    passages_from(&source, input.format, &input.id_path, cut, columns, emit)
 }

@@ -58,6 +58,7 @@ mod tests {
             id_column: "id".into(),
             title_column: "title".into(),
             text_column: "text".into(),
+            skip_bad_rows: false,
         }
     }
 

@@ -3,8 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
-/// Largest file read, in bytes; a larger one is skipped (and listed).
+/// Largest document read whole (Markdown, HTML, text), in bytes; a larger one is skipped (and
+/// listed). A document is parsed whole (its outline, its headings' fragments), so its bound is
+/// what the builder holds at once.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Largest table (CSV, JSON Lines), in bytes; a larger one is skipped (and listed). Tables are
+/// read a row at a time, never whole, so their bound is the corpus's own: a table over it would
+/// make a corpus that `serve --corpus` refuses.
+pub const MAX_TABLE_BYTES: u64 = turnstile_corpus::MAX_CORPUS_BYTES;
+
+/// Largest row of a table (a JSON Lines line, a CSV record), in bytes: as large as a document
+/// read whole. A longer one is a bad row.
+pub const MAX_ROW_BYTES: usize = 16 * 1024 * 1024;
 
 /// A format the builder reads, known by the file's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -31,6 +42,20 @@ impl Format {
         })
     }
 
+    /// Whether it is read a row at a time (CSV, JSON Lines) rather than whole.
+    pub fn is_table(self) -> bool {
+        matches!(self, Self::Csv | Self::Jsonl)
+    }
+
+    /// The largest file of this format read ([`MAX_TABLE_BYTES`], [`MAX_FILE_BYTES`]).
+    pub fn max_bytes(self) -> u64 {
+        if self.is_table() {
+            MAX_TABLE_BYTES
+        } else {
+            MAX_FILE_BYTES
+        }
+    }
+
     /// The `kind` of the passages it gives.
     pub fn kind(self) -> &'static str {
         match self {
@@ -52,6 +77,8 @@ pub(crate) struct Input {
     /// name).
     pub id_path: String,
     pub format: Format,
+    /// Its size when found, in bytes.
+    pub len: u64,
 }
 
 /// A file or folder not read, and why.
@@ -128,11 +155,20 @@ fn consider(
             path,
             "not a format read here (.md, .markdown, .html, .htm, .txt, .csv, .jsonl)",
         )),
-        Some(_) if len > MAX_FILE_BYTES => skipped.push(skip(path, "over 16 MiB")),
+        Some(format) if len > format.max_bytes() => {
+            let most = format.max_bytes();
+            let bound = if most >= 1 << 30 {
+                format!("{} GiB", most >> 30)
+            } else {
+                format!("{} MiB", most >> 20)
+            };
+            skipped.push(skip(path, format!("over {bound}")));
+        }
         Some(format) => inputs.push(Input {
             path: path.to_owned(),
             id_path,
             format,
+            len,
         }),
     }
 }
@@ -142,6 +178,18 @@ pub(crate) fn skip(path: &Path, why: impl Into<String>) -> Skipped {
         path: path.to_owned(),
         why: why.into(),
     }
+}
+
+/// A table's bytes (`inner`), to be read a row at a time: buffered, a byte-order mark at its
+/// start dropped.
+pub(crate) fn buffered<R: std::io::Read>(inner: R) -> std::io::Result<std::io::BufReader<R>> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(256 << 10, inner);
+    let start = reader.fill_buf()?;
+    if start.starts_with(b"\xef\xbb\xbf") {
+        reader.consume(3);
+    }
+    Ok(reader)
 }
 
 /// A file's text: UTF-8 (a byte-order mark dropped), line ends as `\n`.

@@ -21,13 +21,18 @@ mod files;
 pub mod fuzzing;
 mod html;
 mod html_depth;
+mod ids;
 mod markdown;
 mod outline;
 mod passage;
 #[cfg(test)]
 mod pathological;
+#[cfg(test)]
+mod rows_built;
+mod summary;
 mod table;
 mod text;
 
-pub use build::{BuildArgs, BuildError, Summary, build};
+pub use build::{BuildArgs, BuildError, build};
 pub use passage::{DEFAULT_MAX_CHARS, DEFAULT_OVERLAP};
+pub use summary::{BadRow, Summary};

@@ -1,7 +1,13 @@
 //! Rows of a CSV file (with a header) or a JSON Lines file (an object per line) into
 //! passages' sources: each row's text, its title and its id from named columns.
 
+use std::cell::Cell;
+use std::io::{BufRead, Read};
+use std::ops::ControlFlow;
+
 use serde_json::Value;
+
+use crate::files::MAX_ROW_BYTES;
 
 /// Which columns hold what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,110 +23,296 @@ pub(crate) struct Columns {
 /// One row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Row {
-    /// 1-based: the data row (CSV) or the line (JSON Lines).
+    /// 1-based: the data row (CSV) or the line (JSON Lines); `PATH#row-N`'s `N`.
     pub number: usize,
+    /// 1-based: the line of the file the row starts on.
+    pub line: usize,
     pub id: Option<String>,
     pub title: Option<String>,
     pub text: String,
 }
 
-/// The rows of a CSV file, each handed to `row` in order; an error names the row and what is
-/// wrong (rows before it were handed on: see [`rows_then`]).
+/// A row that cannot be read, and where it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadRow {
+    /// 1-based: the line of the file the row starts on.
+    pub line: usize,
+    /// What is wrong, in words (never the row's content).
+    pub why: String,
+}
+
+impl std::fmt::Display for BadRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.why)
+    }
+}
+
+/// Where each row read goes, good or bad; `Break` stops the reading.
+pub(crate) type RowSink<'a> = dyn FnMut(Result<Row, BadRow>) -> ControlFlow<()> + 'a;
+
+/// A reader of rows ([`csv_rows`], [`jsonl_rows`]): every row of the table `input`, in order,
+/// handed to the sink. `Err` only when `input` itself cannot be read.
+pub(crate) type Rows = fn(&mut dyn BufRead, &Columns, &mut RowSink<'_>) -> std::io::Result<()>;
+
+fn over_bound() -> String {
+    format!("over {} MiB", MAX_ROW_BYTES >> 20)
+}
+
+/// The rows of a CSV file (a header, then records): a record of the wrong width or not UTF-8
+/// is a bad row and reading goes on; a header without the text column, or a record over
+/// [`MAX_ROW_BYTES`] (its end cannot be found without reading it), is a bad row that ends the
+/// file. `\r\n` within a quoted field is read as `\n`.
 pub(crate) fn csv_rows(
-    source: &str,
+    input: &mut dyn BufRead,
     columns: &Columns,
-    row: &mut dyn FnMut(Row),
-) -> Result<(), String> {
+    row: &mut RowSink<'_>,
+) -> std::io::Result<()> {
+    let record_start = Cell::new(0);
+    let bounded = Bounded {
+        inner: input,
+        record_start: &record_start,
+        read: 0,
+    };
     let mut reader = csv::ReaderBuilder::new()
         .flexible(false)
-        .from_reader(source.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| format!("header: {e}"))?
-        .clone();
+        .from_reader(bounded);
+    let headers = match reader.headers() {
+        Ok(headers) => headers.clone(),
+        Err(e) => {
+            let why = match csv_problem(e)? {
+                Problem::TooLong => format!("the header is {}", over_bound()),
+                Problem::Other(why) => format!("the header: {why}"),
+            };
+            let _ = row(Err(BadRow { line: 1, why }));
+            return Ok(());
+        }
+    };
     let find = |name: &str| headers.iter().position(|h| h.trim() == name);
-    let text = find(&columns.text).ok_or_else(|| format!("no `{}` column", columns.text))?;
+    let Some(text) = find(&columns.text) else {
+        let why = format!("no `{}` column", columns.text);
+        let _ = row(Err(BadRow { line: 1, why }));
+        return Ok(());
+    };
     let (id, title) = (find(&columns.id), find(&columns.title));
     let mut record = csv::StringRecord::new();
-    for i in 0.. {
-        match reader.read_record(&mut record) {
-            Ok(true) => {}
+    for number in 1.. {
+        let before = reader.position().clone();
+        record_start.set(before.byte());
+        let read = match reader.read_record(&mut record) {
             Ok(false) => break,
-            Err(e) => return Err(format!("row {}: {e}", i + 1)),
-        }
-        let field = |at: Option<usize>| {
-            at.and_then(|at| record.get(at))
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-        };
-        row(Row {
-            number: i + 1,
-            id: field(id),
-            title: field(title),
-            text: field(Some(text)).unwrap_or_default(),
-        });
-    }
-    Ok(())
-}
-
-/// The rows of a JSON Lines file (blank lines skipped), each handed to `row` in order; an error
-/// names the line (rows before it were handed on: see [`rows_then`]).
-pub(crate) fn jsonl_rows(
-    source: &str,
-    columns: &Columns,
-    row: &mut dyn FnMut(Row),
-) -> Result<(), String> {
-    for (i, line) in source.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = |what: String| format!("line {}: {what}", i + 1);
-        let value: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
-        let Value::Object(object) = value else {
-            return Err(at("not a JSON object".to_owned()));
-        };
-        let field = |name: &str| -> Result<Option<String>, String> {
-            match object.get(name) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
-                Some(Value::Number(n)) => Ok(Some(n.to_string())),
-                Some(_) => Err(at(format!("`{name}` must be a string"))),
+            Ok(true) => {
+                let field = |at: Option<usize>| {
+                    at.and_then(|at| record.get(at))
+                        .map(|v| v.trim().replace("\r\n", "\n"))
+                        .filter(|v| !v.is_empty())
+                };
+                Ok(Row {
+                    number,
+                    line: line_of(record.position().unwrap_or(&before)),
+                    id: field(id),
+                    title: field(title),
+                    text: field(Some(text)).unwrap_or_default(),
+                })
+            }
+            Err(e) => {
+                let line = match e.position() {
+                    Some(at) => line_of(at),
+                    None => line_of(&before),
+                };
+                let last = matches!(e.kind(), csv::ErrorKind::Io(_));
+                let why = match csv_problem(e)? {
+                    Problem::TooLong => {
+                        format!("{} (the rest of the file is not read)", over_bound())
+                    }
+                    Problem::Other(why) => why,
+                };
+                if row(Err(BadRow { line, why })).is_break() || last {
+                    return Ok(());
+                }
+                continue;
             }
         };
-        row(Row {
-            number: i + 1,
-            id: field(&columns.id)?,
-            title: field(&columns.title)?,
-            text: field(&columns.text)?
-                .ok_or_else(|| at(format!("no `{}` field", columns.text)))?,
-        });
+        if row(read).is_break() {
+            break;
+        }
     }
     Ok(())
 }
 
-/// A reader of rows ([`csv_rows`], [`jsonl_rows`]).
-pub(crate) type Rows = fn(&str, &Columns, &mut dyn FnMut(Row)) -> Result<(), String>;
-
-/// The rows `read` finds in `source`, each handed to `row` only once the whole file is known
-/// to read: it is read twice (the first time only checked), never held whole — a file of
-/// millions of short rows would take many times its size as rows.
-pub(crate) fn rows_then(
-    read: Rows,
-    source: &str,
-    columns: &Columns,
-    row: &mut dyn FnMut(Row),
-) -> Result<(), String> {
-    read(source, columns, &mut |_| {})?;
-    read(source, columns, row)
+/// The 1-based line a CSV position is on (after a header, never 0).
+fn line_of(at: &csv::Position) -> usize {
+    usize::try_from(at.line()).unwrap_or(usize::MAX).max(1)
 }
 
-/// Every row `read` finds in `source` (for tests and the fuzz target's checks).
+enum Problem {
+    TooLong,
+    Other(String),
+}
+
+/// What a CSV error says about the row, without its content; a failed read of the file is
+/// returned as the error it is.
+fn csv_problem(e: csv::Error) -> std::io::Result<Problem> {
+    Ok(Problem::Other(match e.into_kind() {
+        csv::ErrorKind::Io(e) => {
+            return if e.get_ref().is_some_and(|inner| inner.is::<TooLong>()) {
+                Ok(Problem::TooLong)
+            } else {
+                Err(e)
+            };
+        }
+        csv::ErrorKind::Utf8 { .. } => "not UTF-8".to_owned(),
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("{len} fields where the header has {expected_len}"),
+        // Only reading (not serde's (de)serializing, nor seeking) is done here.
+        _ => "not readable as CSV".to_owned(),
+    }))
+}
+
+/// A record read past [`MAX_ROW_BYTES`] from its start.
+#[derive(Debug)]
+struct TooLong;
+
+impl std::fmt::Display for TooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a record over the bound")
+    }
+}
+
+impl std::error::Error for TooLong {}
+
+/// The CSV reader's input, refusing to read on once the record being read passes
+/// [`MAX_ROW_BYTES`] (with the reader's own buffer to spare): the CSV reader holds a record whole,
+/// so an unclosed quote would otherwise take the rest of a 4 GiB file.
+struct Bounded<'a> {
+    inner: &'a mut dyn BufRead,
+    record_start: &'a Cell<u64>,
+    read: u64,
+}
+
+/// The CSV reader's read-ahead, and more: what `Bounded` lets through past a record's bound.
+const READ_AHEAD: u64 = 1 << 20;
+
+impl Read for Bounded<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let limit = self.record_start.get() + MAX_ROW_BYTES as u64 + READ_AHEAD;
+        let left = limit.saturating_sub(self.read);
+        if left == 0 {
+            return Err(std::io::Error::other(TooLong));
+        }
+        let most = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..most])?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// The rows of a JSON Lines file (blank lines skipped), one line at a time: a line that is not
+/// UTF-8, not a JSON object, over [`MAX_ROW_BYTES`], without the text field or with a field of
+/// another type than a string or a number is a bad row, and reading goes on.
+pub(crate) fn jsonl_rows(
+    input: &mut dyn BufRead,
+    columns: &Columns,
+    row: &mut RowSink<'_>,
+) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        let read = (&mut *input)
+            .take(MAX_ROW_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if read == 0 {
+            break;
+        }
+        let read = if line.last() != Some(&b'\n') && read > MAX_ROW_BYTES {
+            skip_line(input)?;
+            Err(BadRow {
+                line: number,
+                why: over_bound(),
+            })
+        } else {
+            match jsonl_row(&line, number, columns) {
+                Ok(None) => continue,
+                Ok(Some(r)) => Ok(r),
+                Err(why) => Err(BadRow { line: number, why }),
+            }
+        };
+        if row(read).is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Reads on past the next line end (or to the end).
+fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(at) = buf.iter().position(|&b| b == b'\n') {
+            input.consume(at + 1);
+            return Ok(());
+        }
+        let n = buf.len();
+        input.consume(n);
+    }
+}
+
+/// One line of JSON Lines (with its line end, if any): `None` when blank.
+fn jsonl_row(line: &[u8], number: usize, columns: &Columns) -> Result<Option<Row>, String> {
+    let line = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        // serde's message, less its "at line 1 column N" (the line is the file's, said by the
+        // caller): parsing into a `Value` quotes nothing of the input.
+        let message = e.to_string();
+        let message = message
+            .rsplit_once(" at line ")
+            .map_or(&*message, |(m, _)| m);
+        format!("not JSON: {message} (column {})", e.column())
+    })?;
+    let Value::Object(object) = value else {
+        return Err("not a JSON object".to_owned());
+    };
+    let field = |name: &str| -> Result<Option<String>, String> {
+        match object.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err(format!("`{name}` must be a string")),
+        }
+    };
+    Ok(Some(Row {
+        number,
+        line: number,
+        id: field(&columns.id)?,
+        title: field(&columns.title)?,
+        text: field(&columns.text)?.ok_or_else(|| format!("no `{}` field", columns.text))?,
+    }))
+}
+
+/// Every row `read` finds in `source`, or the first bad one's line and why (for tests and the
+/// fuzz target's checks).
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn all_rows(read: Rows, source: &str, columns: &Columns) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    read(source, columns, &mut |r| rows.push(r))?;
-    Ok(rows)
+    let mut bad = None;
+    read(&mut source.as_bytes(), columns, &mut |r| match r {
+        Ok(r) => {
+            rows.push(r);
+            ControlFlow::Continue(())
+        }
+        Err(b) => {
+            bad = Some(b.to_string());
+            ControlFlow::Break(())
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    bad.map_or(Ok(rows), Err)
 }
 
 #[cfg(test)]
@@ -151,12 +343,12 @@ mod tests {
         );
         assert_eq!(
             all_rows(csv_rows, "title,text\na,b\n", &columns()).unwrap_err(),
-            "no `body` column"
+            "line 1: no `body` column"
         );
         assert!(
             all_rows(csv_rows, "body\na,b\n", &columns())
                 .unwrap_err()
-                .starts_with("row 1")
+                .starts_with("line 2: 2 fields where the header has 1")
         );
     }
 
