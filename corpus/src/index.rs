@@ -6,8 +6,8 @@ use sha2::{Digest, Sha256};
 use turnstile_embed::Embedder;
 
 use super::disjunction::TOKENIZER;
-use super::document::{CorpusBytes, load_documents};
-use super::{CorpusError, term_index, vectors};
+use super::document::{CorpusBytes, Document, load_documents};
+use super::{CorpusError, checksum, term_index, vectors};
 
 /// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
 /// 2: the `ids` table (lookups by id use an index) and the content checksum.
@@ -98,6 +98,7 @@ impl CorpusIndex {
             return Ok(reused(path, sha256, documents));
         }
         let docs = load_documents(&corpus.jsonl)?;
+        let documents = docs.len() as u64;
         // A uniquely named file in the same directory (so the rename is atomic), removed if the
         // build fails; concurrent builders (threads or processes) never share one. Its name
         // starts with the lock's (`corpus-…-vN.`): a temporary whose lock is free is left over
@@ -110,7 +111,7 @@ impl CorpusIndex {
                 path: cache_dir.to_owned(),
                 source,
             })?;
-        build(tmp.path(), &docs, &sha256, model).map_err(|source| CorpusError::Index {
+        build(tmp.path(), docs, &sha256, model).map_err(|source| CorpusError::Index {
             path: tmp.path().to_owned(),
             source,
         })?;
@@ -121,17 +122,18 @@ impl CorpusIndex {
                 path: tmp.path().to_owned(),
                 source,
             })?;
-        let file_sha256 = file_checksum(tmp.path()).map_err(|source| CorpusError::IndexIo {
-            path: tmp.path().to_owned(),
-            source,
-        })?;
+        let file_checksum =
+            checksum::of_file(tmp.path()).map_err(|source| CorpusError::IndexIo {
+                path: tmp.path().to_owned(),
+                source,
+            })?;
         tmp.persist(&path).map_err(|e| CorpusError::IndexIo {
             path: path.clone(),
             source: e.error,
         })?;
         // The file's checksum beside it, written last (atomically too): a file without one, or
         // whose bytes no longer hash to it, is rebuilt.
-        write_checksum(&checksum_path(&path), &file_sha256, &lock_path).map_err(|source| {
+        write_checksum(&checksum_path(&path), &file_checksum, &lock_path).map_err(|source| {
             CorpusError::IndexIo {
                 path: checksum_path(&path),
                 source,
@@ -141,7 +143,7 @@ impl CorpusIndex {
             path,
             sha256,
             source: corpus.name.clone(),
-            documents: docs.len() as u64,
+            documents,
             origin: IndexOrigin::Built,
         })
     }
@@ -154,24 +156,34 @@ impl CorpusIndex {
     }
 
     /// The document count recorded in a cache file that is whole and of this corpus, if any:
-    /// the sha256 of the whole file (every table the server reads: documents, ids, vectors, the
-    /// term index, token weights) is the one written beside it when it was built, its recorded
-    /// corpus checksum and schema match, the checksum of its documents (recomputed now) is the
-    /// one recorded, and FTS5's own integrity check passes. A torn or corrupted file is never
+    /// the checksum of the whole file (every table the server reads: documents, ids, vectors,
+    /// the term index, token weights — any page changed, cut off or added) is the one written
+    /// beside it when it was built, and its recorded corpus checksum, schema and embedding model
+    /// are this corpus's, this build's and this model's. A torn or corrupted file is never
     /// reused: it is rebuilt.
+    ///
+    /// The deeper checks — FTS5's own integrity check, the documents against their recorded
+    /// content checksum — ran once, when the file was built, before its checksum was taken
+    /// ([`verify_built`]): a file whose bytes are still the ones checked then passes them still.
     fn matching_cache(path: &Path, sha256: &str, model: &str) -> Option<u64> {
         if !path.exists() {
             return None;
         }
         let recorded_file = std::fs::read_to_string(checksum_path(path)).ok();
-        let actual_file = file_checksum(path).ok();
-        if recorded_file.is_none()
-            || recorded_file.as_deref().map(str::trim) != actual_file.as_deref()
-        {
+        let actual_file = checksum::of_file(path).ok();
+        let whole = match (&recorded_file, &actual_file) {
+            (Some(recorded), Some(actual)) => checksum::matches(recorded, actual),
+            _ => false,
+        };
+        if !whole {
             tracing::warn!(path = %path.display(), "corpus index does not match the checksum written when it was built; rebuilding");
             return None;
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).ok()?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
         let meta = |key: &str| -> Option<String> {
             conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .ok()
@@ -182,28 +194,14 @@ impl CorpusIndex {
         {
             return None;
         }
-        let recorded: u64 = meta("documents")?.parse().ok()?;
-        let (counted, content) = content_checksum(&conn).ok()?;
-        let embedded: i64 = conn
-            .query_row("SELECT count(*) FROM vectors", [], |r| r.get(0))
-            .ok()?;
-        if counted != recorded
-            || embedded.unsigned_abs() != recorded
-            || meta("content_sha256")? != content
-        {
-            tracing::warn!(path = %path.display(), "corpus index does not match its recorded content; rebuilding");
-            return None;
-        }
-        // Checks the full-text index against the documents (read-only despite the INSERT form).
-        if let Err(e) = conn.execute("INSERT INTO docs(docs) VALUES ('integrity-check')", []) {
-            tracing::warn!(path = %path.display(), error = %e, "corpus index fails its integrity check; rebuilding");
-            return None;
-        }
-        Some(counted)
+        meta("documents")?.parse().ok()
     }
 }
 
-/// Where an index file's own sha256 is kept: beside it, `<name>.sha256`.
+/// Where an index file's own checksum ([`checksum::of_file`]) is kept: beside it,
+/// `<name>.sha256`. The name is older than the algorithm (the file once held a sha256): the
+/// cache (`turnstile-host`'s `cache_trim`) finds an entry's checksum — the file a user of the
+/// entry locks, and whose time marks it used — by this name.
 fn checksum_path(index: &Path) -> PathBuf {
     let mut name = index.file_name().unwrap_or_default().to_owned();
     name.push(".sha256");
@@ -243,23 +241,15 @@ pub(crate) fn hold_in_use(path: &Path) -> Option<std::fs::File> {
     }
 }
 
-/// The sha256 (hex) of a whole file, read in blocks.
-fn file_checksum(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hex::encode(hasher.finalize()))
-}
-
-/// Writes `sha256` to `path` through a temporary file renamed into place, named as the one
+/// Writes `checksum` to `path` through a temporary file renamed into place, named as the one
 /// `lock` guards.
-fn write_checksum(path: &Path, sha256: &str, lock: &Path) -> std::io::Result<()> {
+fn write_checksum(path: &Path, checksum: &str, lock: &Path) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(&temporary_prefix(lock))
         .suffix(".tmp")
         .tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, sha256.as_bytes())?;
+    std::io::Write::write_all(&mut tmp, checksum.as_bytes())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -281,12 +271,13 @@ fn content_checksum(conn: &Connection) -> rusqlite::Result<(u64, String)> {
     Ok((count, hex::encode(hasher.finalize())))
 }
 
-fn build(
-    path: &Path,
-    docs: &[super::Document],
-    sha256: &str,
-    model: &Embedder,
-) -> rusqlite::Result<()> {
+/// Builds the index of `docs` at `path`, then checks it once ([`verify_built`]).
+///
+/// The documents go as soon as their vectors are made: the term index, built next, reads them
+/// back from the file, so the build never holds both the parsed documents and the term index's
+/// tokens of every document.
+fn build(path: &Path, docs: Vec<Document>, sha256: &str, model: &Embedder) -> rusqlite::Result<()> {
+    let documents = docs.len();
     let mut conn = Connection::open(path)?;
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = OFF;
@@ -303,25 +294,59 @@ fn build(
         let mut insert =
             tx.prepare("INSERT INTO docs (id, kind, title, text) VALUES (?1, ?2, ?3, ?4)")?;
         let mut insert_id = tx.prepare("INSERT INTO ids (id, doc) VALUES (?1, ?2)")?;
-        let mut rowids = Vec::with_capacity(docs.len());
-        for d in docs {
+        let mut rowids = Vec::with_capacity(documents);
+        for d in &docs {
             insert.execute(params![d.id, d.kind, d.title, d.text])?;
             let rowid = tx.last_insert_rowid();
             insert_id.execute(params![d.id, rowid])?;
             rowids.push((rowid, d));
         }
         vectors::build(&tx, model, &rowids)?;
-        term_index::build(&tx)?;
+    }
+    drop(docs);
+    term_index::build(&tx)?;
+    {
         let (_, content) = content_checksum(&tx)?;
         let mut meta = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
         meta.execute(params!["sha256", sha256])?;
         meta.execute(params!["schema", SCHEMA_VERSION])?;
-        meta.execute(params!["documents", docs.len().to_string()])?;
+        meta.execute(params!["documents", documents.to_string()])?;
         meta.execute(params!["content_sha256", content])?;
         meta.execute(params!["embedding_model", model.fingerprint()])?;
     }
     tx.commit()?;
     conn.execute_batch("INSERT INTO docs(docs) VALUES ('optimize'); VACUUM;")?;
+    conn.close().map_err(|(_, e)| e)?;
+    verify_built(path)
+}
+
+/// The checks of a built index that an open no longer repeats, run once on the file as it lies
+/// on disk (after `VACUUM` rewrote it) before its checksum is taken: FTS5's own integrity check
+/// of the full-text index against the documents; the documents' content against the checksum
+/// recorded while they were inserted; as many vectors as documents. A file that fails them is
+/// not kept (the build fails: it is a fault of this machine or this build, not of the corpus).
+fn verify_built(path: &Path) -> rusqlite::Result<()> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    // Read-only despite the INSERT form.
+    conn.execute("INSERT INTO docs(docs) VALUES ('integrity-check')", [])?;
+    let meta = |key: &str| -> rusqlite::Result<String> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+    };
+    let recorded = meta("documents")?;
+    let (counted, content) = content_checksum(&conn)?;
+    let vectors: i64 = conn.query_row("SELECT count(*) FROM vectors", [], |r| r.get(0))?;
+    if recorded != counted.to_string()
+        || vectors.unsigned_abs() != counted
+        || meta("content_sha256")? != content
+    {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            Some(format!(
+                "the index just built does not read back as written ({counted} documents of \
+                 {recorded} recorded, {vectors} vectors, or their content changed)"
+            )),
+        ));
+    }
     Ok(())
 }
 
@@ -406,6 +431,27 @@ mod tests {
         std::fs::remove_file(checksum_path(&built.path)).unwrap();
         let again = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
         assert_eq!(again.origin, IndexOrigin::Built);
+    }
+
+    /// The checksum beside a built index is xxh3-128's of the whole file; one an older build
+    /// wrote (a bare sha256 of the file, once right) no longer matches, and the index is rebuilt.
+    #[test]
+    fn the_checksum_beside_the_index_is_of_the_whole_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let built = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        let written = std::fs::read_to_string(checksum_path(&built.path)).unwrap();
+        let bytes = std::fs::read(&built.path).unwrap();
+        assert_eq!(written, checksum::of_bytes(&bytes));
+        let reused = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        assert_eq!(reused.origin, IndexOrigin::Reused);
+        std::fs::write(
+            checksum_path(&built.path),
+            hex::encode(Sha256::digest(&bytes)),
+        )
+        .unwrap();
+        let again = CorpusIndex::open_or_build(&tiny(), tmp.path()).unwrap();
+        assert_eq!(again.origin, IndexOrigin::Built);
+        assert_eq!(again.documents, 2);
     }
 
     fn tiny() -> CorpusBytes {

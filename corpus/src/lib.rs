@@ -1,6 +1,7 @@
 //! The document corpus: loading the shipped JSON Lines into a SQLite FTS5 index, and read-only
 //! per-worker sessions over it. Nothing in this module can write to the index once it is built.
 
+mod checksum;
 mod disjunction;
 mod document;
 mod error;
@@ -11,6 +12,8 @@ mod index;
 mod ivf;
 mod labels;
 mod limits;
+#[doc(hidden)]
+pub mod open_cost;
 mod parallel;
 mod pool;
 mod reader;
