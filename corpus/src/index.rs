@@ -14,7 +14,8 @@ use super::{CorpusError, term_index, vectors};
 /// 3: the `vectors` table (document embeddings) and the embedding model's fingerprint.
 /// 4: the `postings` and `doc_sizes` tables (the term index: bm25 without SQL).
 /// 5: `doc_terms` holds each document's title tokens too (phrases in the term index).
-const SCHEMA_VERSION: &str = "5";
+/// 6: the `term_index` table replaces `postings`, `doc_sizes` and `doc_terms` (arrays, loaded fast).
+const SCHEMA_VERSION: &str = "6";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -374,11 +375,10 @@ mod tests {
             ("ids", "UPDATE ids SET doc = doc + 1"),
             ("vectors", "UPDATE vectors SET v = zeroblob(length(v))"),
             (
-                "postings",
-                "DELETE FROM postings WHERE id = (SELECT min(id) FROM postings)",
+                "term_index",
+                "UPDATE term_index SET data = zeroblob(length(data)) WHERE name = 'docs'",
             ),
-            ("doc_sizes", "UPDATE doc_sizes SET s = zeroblob(length(s))"),
-            ("doc_terms", "UPDATE doc_terms SET t = zeroblob(length(t))"),
+            ("term_index", "DELETE FROM term_index WHERE name = 'tokens'"),
             (
                 "token_weights",
                 "UPDATE token_weights SET w = zeroblob(length(w))",

@@ -32,6 +32,9 @@ mod rank;
 mod snippet;
 mod tokens;
 
+#[cfg(test)]
+mod tests;
+
 pub(crate) use build::build;
 pub(crate) use index::TermIndex;
 pub(crate) use tokens::Phrase;

@@ -1,11 +1,30 @@
-//! Ranking a disjunction of phrases by FTS5's `bm25()`, term at a time into a reused
-//! accumulator, keeping the best.
+//! Ranking a disjunction of phrases by FTS5's `bm25()`: document at a time with MaxScore, so the
+//! long lists of common tokens are only looked into for documents that could still make the top
+//! `limit`, with exactly the result of scoring every matching document.
+//!
+//! MaxScore: every phrase's contribution to a document's score is at most its idf times the
+//! largest term-frequency part in its list. Sorted by that bound, the phrases whose bounds sum
+//! below the `limit`-th best score so far are *non-essential*: a document found only in their
+//! lists cannot make the top, so candidates come from the other (*essential*) lists alone, and
+//! the non-essential lists are searched (galloping) for a candidate only while its partial score
+//! plus their remaining bounds could still make it. A candidate that could is scored exactly as
+//! FTS5 scores it: its phrases' `idf × part`, added in query order to a sum starting at 0.0, so
+//! the `f64` is FTS5's to the bit. Bounds are compared with a relative slack ([`SLACK`]) far above
+//! the rounding of a sum of at most 64 terms, so rounding never prunes a document that ties or
+//! beats the `limit`-th. Documents come in position order, so a later one enters the top only
+//! with a score strictly better than the `limit`-th (ties go to the lower position, as in FTS5's
+//! `ORDER BY rank` over rowids).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::index::{MAX_IDLE_SCRATCH, Scratch, TermIndex};
+use super::index::{List, TermIndex, idf, part};
 use super::tokens::Phrase;
+
+/// The relative slack of every pruning comparison: a bound `u` prunes a document only when
+/// `u × (1 + SLACK)` is below the `limit`-th score. The rounding error of a sum of `n` positive
+/// terms in any order is below `n × 2⁻⁵³` relative (about 7e-15 for 64 terms).
+pub(super) const SLACK: f64 = 1e-9;
 
 impl TermIndex {
     /// The `limit` best documents for the disjunction of `phrases` (in query order; a phrase may
@@ -13,70 +32,212 @@ impl TermIndex {
     /// first, ties by position: what `ORDER BY bm25(docs, 0.0, 0.0, 4.0, 1.0) LIMIT limit`
     /// returns for `"t1" OR "t2 t3" OR …`.
     pub(crate) fn rank(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
+        self.rank_with_slack(phrases, limit, SLACK)
+    }
+
+    /// [`Self::rank`] with pruning's slack given (the tests show that pruning without one, or
+    /// with a bound below the truth, loses documents).
+    pub(super) fn rank_with_slack(
+        &self,
+        phrases: &[Phrase],
+        limit: usize,
+        slack: f64,
+    ) -> Vec<(u32, f64)> {
         let documents = self.norm.len();
         if limit == 0 || documents == 0 {
             return Vec::new();
         }
-        let mut scratch = self
-            .scratch
-            .lock()
-            .ok()
-            .and_then(|mut idle| idle.pop())
-            .unwrap_or_else(|| Scratch {
-                score: vec![0.0; documents],
-                touched: Vec::new(),
-            });
         let lists = self.lists(phrases);
-        // Room for every posting, so a document is recorded without a branch: written at the
-        // end, kept (the end moves on) only if its sum was still 0.0.
-        let most = lists.iter().map(|p| p.docs.len()).sum::<usize>();
-        let Scratch { score, touched } = &mut scratch;
-        if touched.len() < most {
-            touched.resize(most, 0);
-        }
-        let mut found = 0;
-        for postings in &lists {
-            // FTS5: idf = log((nRow - nHit + 0.5) / (nHit + 0.5)), at least 1e-6.
-            let hits = postings.docs.len();
-            let idf = (((documents - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-            let idf = if idf <= 0.0 { 1e-6 } else { idf };
-            for (&doc, &part) in postings.docs.iter().zip(&postings.part) {
-                let d = doc as usize;
-                // FTS5 adds every phrase's term, in phrase order, to a sum starting at 0.0; a
-                // phrase absent from the document adds exactly 0.0. Every posting's part is
-                // above 0, so a touched document's sum is never 0.0.
-                touched[found] = doc;
-                found += usize::from(score[d] == 0.0);
-                score[d] += idf * part;
-            }
-        }
-        // The best `limit` by a bounded heap whose top is the worst kept: most documents are
-        // turned away by one comparison.
+        let mut search = Search::new(&lists, documents, slack);
         let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
-        for &doc in &touched[..found] {
-            let kept = Kept {
-                rank: -std::mem::take(&mut score[doc as usize]),
-                doc,
+        while let Some(doc) = search.next_candidate() {
+            let norm = self.norm[doc as usize];
+            let Some(score) = search.score(doc, norm) else {
+                continue;
             };
+            let kept = Kept { rank: -score, doc };
             if best.len() < limit {
                 best.push(kept);
             } else if best.peek().is_some_and(|worst| kept < *worst) {
                 best.pop();
                 best.push(kept);
+            } else {
+                continue;
+            }
+            if best.len() == limit
+                && let Some(worst) = best.peek()
+            {
+                search.raise(-worst.rank);
             }
         }
-        let found: Vec<(u32, f64)> = best
-            .into_sorted_vec()
+        best.into_sorted_vec()
             .into_iter()
             .map(|k| (k.doc, k.rank))
-            .collect();
-        if let Ok(mut idle) = self.scratch.lock()
-            && idle.len() < MAX_IDLE_SCRATCH
-        {
-            idle.push(scratch);
-        }
-        found
+            .collect()
     }
+
+    /// [`Self::rank`] by scoring every document of every list, term at a time into a dense
+    /// accumulator: the reference the tests hold MaxScore to.
+    #[cfg(test)]
+    pub(super) fn rank_exhaustive(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
+        let documents = self.norm.len();
+        if limit == 0 || documents == 0 {
+            return Vec::new();
+        }
+        let mut score = vec![0.0f64; documents];
+        let mut touched = Vec::new();
+        for list in &self.lists(phrases) {
+            let idf = idf(documents, list.docs.len());
+            for (&doc, &f) in list.docs.iter().zip(list.freqs.iter()) {
+                let d = doc as usize;
+                if score[d] == 0.0 {
+                    touched.push(doc);
+                }
+                score[d] += idf * part(f, self.norm[d]);
+            }
+        }
+        let mut all: Vec<Kept> = touched
+            .iter()
+            .map(|&doc| Kept {
+                rank: -score[doc as usize],
+                doc,
+            })
+            .collect();
+        all.sort_unstable();
+        all.truncate(limit);
+        all.into_iter().map(|k| (k.doc, k.rank)).collect()
+    }
+}
+
+/// The state of one MaxScore search over a query's lists.
+struct Search<'l, 'a> {
+    lists: &'l [List<'a>],
+    /// Per list (query order): its idf, and the bound of its contribution (`idf × max_part`).
+    idf: Vec<f64>,
+    /// The lists that match something, by bound ascending, and the sums of the bounds of the
+    /// first `j` of them (`prefix[j]`).
+    order: Vec<usize>,
+    prefix: Vec<f64>,
+    /// `order[..essential]` are non-essential.
+    essential: usize,
+    /// Per list: the next posting to read.
+    cursor: Vec<usize>,
+    /// Per list: its contribution to the current candidate, if the candidate is in it.
+    contribution: Vec<Option<f64>>,
+    /// The `limit`-th best score, once `limit` documents are kept.
+    threshold: Option<f64>,
+    slack: f64,
+}
+
+impl<'l, 'a> Search<'l, 'a> {
+    fn new(lists: &'l [List<'a>], documents: usize, slack: f64) -> Self {
+        let idf: Vec<f64> = lists.iter().map(|l| idf(documents, l.docs.len())).collect();
+        let bound: Vec<f64> = lists
+            .iter()
+            .zip(&idf)
+            .map(|(l, idf)| idf * l.max_part)
+            .collect();
+        let mut order: Vec<usize> = (0..lists.len())
+            .filter(|&i| !lists[i].docs.is_empty())
+            .collect();
+        order.sort_by(|&a, &b| bound[a].total_cmp(&bound[b]));
+        let mut prefix = Vec::with_capacity(order.len() + 1);
+        prefix.push(0.0);
+        for &i in &order {
+            prefix.push(prefix[prefix.len() - 1] + bound[i]);
+        }
+        Self {
+            lists,
+            idf,
+            order,
+            prefix,
+            essential: 0,
+            cursor: vec![0; lists.len()],
+            contribution: vec![None; lists.len()],
+            threshold: None,
+            slack,
+        }
+    }
+
+    /// Whether a document whose score is at most `bound` could still enter the top.
+    fn could_enter(&self, bound: f64) -> bool {
+        self.threshold
+            .is_none_or(|t| bound * (1.0 + self.slack) >= t)
+    }
+
+    /// The `limit`-th best score rose to `threshold`: lists whose bounds, with those of every
+    /// list below them, cannot reach it become non-essential.
+    fn raise(&mut self, threshold: f64) {
+        self.threshold = Some(threshold);
+        while self.essential < self.order.len()
+            && !self.could_enter(self.prefix[self.essential + 1])
+        {
+            self.essential += 1;
+        }
+    }
+
+    /// The next document (ascending) in some essential list, or `None` when they are all read.
+    fn next_candidate(&self) -> Option<u32> {
+        self.order[self.essential..]
+            .iter()
+            .filter_map(|&i| self.lists[i].docs.get(self.cursor[i]).copied())
+            .min()
+    }
+
+    /// Reads `doc` from every list: its exact score (FTS5's sum, in query order), or `None` as
+    /// soon as its bound shows it cannot enter the top.
+    fn score(&mut self, doc: u32, norm: f64) -> Option<f64> {
+        self.contribution.fill(None);
+        let mut partial = 0.0;
+        for &i in &self.order[self.essential..] {
+            let list = &self.lists[i];
+            let at = self.cursor[i];
+            if list.docs.get(at) == Some(&doc) {
+                let c = self.idf[i] * part(list.freqs[at], norm);
+                self.contribution[i] = Some(c);
+                partial += c;
+                self.cursor[i] = at + 1;
+            }
+        }
+        // The non-essential lists, largest bound first, while the document could still enter.
+        for j in (0..self.essential).rev() {
+            if !self.could_enter(partial + self.prefix[j + 1]) {
+                return None;
+            }
+            let i = self.order[j];
+            let list = &self.lists[i];
+            let at = seek(&list.docs, self.cursor[i], doc);
+            self.cursor[i] = at;
+            if list.docs.get(at) == Some(&doc) {
+                let c = self.idf[i] * part(list.freqs[at], norm);
+                self.contribution[i] = Some(c);
+                partial += c;
+            }
+        }
+        if !self.could_enter(partial) {
+            return None;
+        }
+        // FTS5's sum: every phrase's term in query order, from 0.0.
+        Some(
+            self.contribution
+                .iter()
+                .flatten()
+                .fold(0.0, |sum, c| sum + c),
+        )
+    }
+}
+
+/// The first index at or after `from` whose document is at least `target` (galloping, then a
+/// binary search).
+fn seek(docs: &[u32], from: usize, target: u32) -> usize {
+    let (mut low, mut high, mut step) = (from, from, 1);
+    while high < docs.len() && docs[high] < target {
+        low = high + 1;
+        high += step;
+        step *= 2;
+    }
+    let high = high.min(docs.len());
+    low + docs[low..high].partition_point(|&d| d < target)
 }
 
 /// A document kept by [`TermIndex::rank`], ordered best first: by rank (lower is better), then
