@@ -3,7 +3,7 @@
 
 use rusqlite::{Transaction, params};
 
-use super::index::{B, K1, part, weighted};
+use super::index::{B, K1, TEXT_WEIGHT, TITLE_WEIGHT, part};
 use super::snippet::DocText;
 
 /// The largest part of one stored array (SQLite's blobs stop at 1 GB by default).
@@ -48,8 +48,8 @@ pub(crate) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     let mut title_tokens: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rowids.len()];
     let mut text_tokens: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rowids.len()];
     let (mut terms, mut starts, mut docs) = (Vec::<u8>::new(), vec![0u64], Vec::<u32>::new());
-    // Per posting: (title count, text count).
-    let mut counts: Vec<(u64, u64)> = Vec::new();
+    // Per posting: FTS5's weighted count, `4 × title + 1 × text`.
+    let mut freqs: Vec<u32> = Vec::new();
     // The instance table is ordered by term, then document, column and offset.
     let mut select = tx.prepare("SELECT term, doc, col, offset FROM temp.vocab")?;
     let mut rows = select.query([])?;
@@ -72,10 +72,14 @@ pub(crate) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         }
         if docs.last() != Some(&doc) || starts.last() == Some(&(docs.len() as u64)) {
             docs.push(doc);
-            counts.push((0, 0));
+            freqs.push(0);
         }
-        if let Some((title, text)) = counts.last_mut() {
-            *if in_title { title } else { text } += 1;
+        if let Some(f) = freqs.last_mut() {
+            let weight = if in_title { TITLE_WEIGHT } else { TEXT_WEIGHT };
+            *f = u32::try_from(weight)
+                .ok()
+                .and_then(|w| f.checked_add(w))
+                .ok_or_else(too_large)?;
         }
         let column = if in_title {
             &mut title_tokens
@@ -97,11 +101,6 @@ pub(crate) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         .iter()
         .map(|&d| K1 * (1.0 - B + B * f64::from(d) / avgdl))
         .collect();
-    let freqs: Vec<u32> = counts
-        .iter()
-        .map(|&(title, text)| weighted(title, text).ok_or_else(too_large))
-        .collect::<rusqlite::Result<_>>()?;
-    drop(counts);
     let max_part: Vec<f64> = starts
         .windows(2)
         .map(|w| {

@@ -49,6 +49,7 @@ impl TermIndex {
         }
         let lists = self.lists(phrases);
         let mut search = Search::new(&lists, documents, slack);
+        search.seed(limit, &self.norm);
         let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
         while let Some(doc) = search.next_candidate() {
             let norm = self.norm[doc as usize];
@@ -112,19 +113,22 @@ impl TermIndex {
 /// The state of one MaxScore search over a query's lists.
 struct Search<'l, 'a> {
     lists: &'l [List<'a>],
-    /// Per list (query order): its idf, and the bound of its contribution (`idf × max_part`).
+    /// Per list (query order): its idf.
     idf: Vec<f64>,
-    /// The lists that match something, by bound ascending, and the sums of the bounds of the
-    /// first `j` of them (`prefix[j]`).
+    /// The lists that match something, by bound (`idf × max_part`) ascending, and the sums of
+    /// the bounds of the first `j` of them (`prefix[j]`).
     order: Vec<usize>,
     prefix: Vec<f64>,
     /// `order[..essential]` are non-essential.
     essential: usize,
-    /// Per list: the next posting to read.
+    /// Per list in `order`: the next posting to read, and its document (`u32::MAX` past the
+    /// end).
     cursor: Vec<usize>,
-    /// Per list: its contribution to the current candidate, if the candidate is in it.
-    contribution: Vec<Option<f64>>,
-    /// The `limit`-th best score, once `limit` documents are kept.
+    head: Vec<u32>,
+    /// Per list (query order): its contribution to the current candidate (0.0 if absent: adding
+    /// it changes no sum).
+    contribution: Vec<f64>,
+    /// A score the `limit`-th best is known to reach, if any.
     threshold: Option<f64>,
     slack: f64,
 }
@@ -146,14 +150,16 @@ impl<'l, 'a> Search<'l, 'a> {
         for &i in &order {
             prefix.push(prefix[prefix.len() - 1] + bound[i]);
         }
+        let head = order.iter().map(|&i| lists[i].docs[0]).collect();
         Self {
             lists,
             idf,
+            cursor: vec![0; order.len()],
+            head,
             order,
             prefix,
             essential: 0,
-            cursor: vec![0; lists.len()],
-            contribution: vec![None; lists.len()],
+            contribution: vec![0.0; lists.len()],
             threshold: None,
             slack,
         }
@@ -165,65 +171,100 @@ impl<'l, 'a> Search<'l, 'a> {
             .is_none_or(|t| bound * (1.0 + self.slack) >= t)
     }
 
-    /// The `limit`-th best score rose to `threshold`: lists whose bounds, with those of every
-    /// list below them, cannot reach it become non-essential.
+    /// The `limit`-th best score is known to reach `threshold`: lists whose bounds, with those
+    /// of every list below them, cannot reach it become non-essential.
     fn raise(&mut self, threshold: f64) {
+        if self.threshold.is_some_and(|t| t >= threshold) {
+            return;
+        }
         self.threshold = Some(threshold);
-        while self.essential < self.order.len()
-            && !self.could_enter(self.prefix[self.essential + 1])
+        while self.essential < self.order.len() && !self.could_enter(self.prefix[self.essential + 1])
         {
             self.essential += 1;
         }
     }
 
+    /// A score the `limit`-th best reaches, found before the search: the exact scores of the
+    /// `limit` documents with the largest contributions in the list of the largest bound (every
+    /// list searched for them), the `limit`-th of them. From the start, then, the lists of
+    /// common tokens are only searched for documents that could make the top.
+    fn seed(&mut self, limit: usize, norm: &[f64]) {
+        let Some(&top) = self.order.last() else {
+            return;
+        };
+        let list = &self.lists[top];
+        if list.docs.len() < limit {
+            return;
+        }
+        let mut by_part: Vec<(f64, u32)> = list
+            .docs
+            .iter()
+            .zip(list.freqs.iter())
+            .map(|(&d, &f)| (part(f, norm[d as usize]), d))
+            .collect();
+        by_part.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
+        let mut scores: Vec<f64> = by_part[..limit]
+            .iter()
+            .map(|&(_, doc)| {
+                let d = doc as usize;
+                self.lists
+                    .iter()
+                    .zip(&self.idf)
+                    .map(|(l, idf)| match l.docs.binary_search(&doc) {
+                        Ok(at) => idf * part(l.freqs[at], norm[d]),
+                        Err(_) => 0.0,
+                    })
+                    .fold(0.0, |sum, c| sum + c)
+            })
+            .collect();
+        scores.sort_unstable_by(f64::total_cmp);
+        self.raise(scores[0]);
+    }
+
     /// The next document (ascending) in some essential list, or `None` when they are all read.
     fn next_candidate(&self) -> Option<u32> {
-        self.order[self.essential..]
-            .iter()
-            .filter_map(|&i| self.lists[i].docs.get(self.cursor[i]).copied())
-            .min()
+        let doc = self.head[self.essential..].iter().copied().min()?;
+        (doc != u32::MAX).then_some(doc)
     }
 
     /// Reads `doc` from every list: its exact score (FTS5's sum, in query order), or `None` as
     /// soon as its bound shows it cannot enter the top.
     fn score(&mut self, doc: u32, norm: f64) -> Option<f64> {
-        self.contribution.fill(None);
         let mut partial = 0.0;
-        for &i in &self.order[self.essential..] {
-            let list = &self.lists[i];
-            let at = self.cursor[i];
-            if list.docs.get(at) == Some(&doc) {
+        for j in self.essential..self.order.len() {
+            if self.head[j] == doc {
+                let (i, at) = (self.order[j], self.cursor[j]);
+                let list = &self.lists[i];
                 let c = self.idf[i] * part(list.freqs[at], norm);
-                self.contribution[i] = Some(c);
+                self.contribution[i] = c;
                 partial += c;
-                self.cursor[i] = at + 1;
+                self.cursor[j] = at + 1;
+                self.head[j] = list.docs.get(at + 1).copied().unwrap_or(u32::MAX);
             }
         }
         // The non-essential lists, largest bound first, while the document could still enter.
+        let mut alive = true;
         for j in (0..self.essential).rev() {
             if !self.could_enter(partial + self.prefix[j + 1]) {
-                return None;
+                alive = false;
+                break;
             }
             let i = self.order[j];
             let list = &self.lists[i];
-            let at = seek(&list.docs, self.cursor[i], doc);
-            self.cursor[i] = at;
+            let at = seek(&list.docs, self.cursor[j], doc);
+            self.cursor[j] = at;
             if list.docs.get(at) == Some(&doc) {
                 let c = self.idf[i] * part(list.freqs[at], norm);
-                self.contribution[i] = Some(c);
+                self.contribution[i] = c;
                 partial += c;
             }
         }
-        if !self.could_enter(partial) {
-            return None;
-        }
-        // FTS5's sum: every phrase's term in query order, from 0.0.
-        Some(
-            self.contribution
-                .iter()
-                .flatten()
-                .fold(0.0, |sum, c| sum + c),
-        )
+        let score = (alive && self.could_enter(partial)).then(|| {
+            // FTS5's sum: every phrase's term in query order, from 0.0.
+            self.contribution.iter().fold(0.0, |sum, c| sum + c)
+        });
+        self.contribution.fill(0.0);
+        score
     }
 }
 

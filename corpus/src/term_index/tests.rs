@@ -38,6 +38,16 @@ fn mix_expressions() -> Vec<String> {
         .collect()
 }
 
+/// This process's resident memory (`VmRSS`), in bytes.
+fn resident_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// An expression's phrases as `index` numbers them (the session's way).
 fn phrases(index: &TermIndex, tokenizer: &Tokenizer, expression: &str) -> Vec<Phrase> {
     let words = terms(expression).expect("a disjunction");
@@ -67,7 +77,9 @@ fn term_index_at_scale() {
     drop(corpus);
     let conn = crate::reader::open_read_only(&index.path).expect("index file");
     let mut loads = Vec::new();
-    let mut terms = None;
+    let before = resident_bytes();
+    let mut terms = Some(TermIndex::load(&conn).expect("term index"));
+    let grown = resident_bytes().saturating_sub(before);
     for _ in 0..3 {
         let started = Instant::now();
         let loaded = TermIndex::load(&conn).expect("term index");
@@ -80,15 +92,44 @@ fn term_index_at_scale() {
         .iter()
         .map(|e| phrases(&terms, &tokenizer, e))
         .collect();
-    let mut times: Vec<Duration> = Vec::new();
+    let (mut times, mut exhaustive): (Vec<Duration>, Vec<Duration>) = (Vec::new(), Vec::new());
+    let mut slowest: Vec<(Duration, usize)> = vec![(Duration::ZERO, 0); mix.len()];
     for _ in 0..5 {
-        for p in &mix {
+        for (i, p) in mix.iter().enumerate() {
             let started = Instant::now();
             std::hint::black_box(terms.rank(p, 50));
-            times.push(started.elapsed());
+            let took = started.elapsed();
+            times.push(took);
+            let started = Instant::now();
+            std::hint::black_box(terms.rank_exhaustive(p, 50));
+            exhaustive.push(started.elapsed());
+            slowest[i] = (slowest[i].0.max(took), i);
         }
     }
+    slowest.sort_unstable();
+    let expressions = mix_expressions();
+    for &(took, i) in slowest.iter().rev().take(3) {
+        let lengths: Vec<usize> = terms.lists(&mix[i]).iter().map(|l| l.docs.len()).collect();
+        eprintln!("slow: {took:?} for {} (postings {lengths:?})", expressions[i]);
+    }
     times.sort_unstable();
+    exhaustive.sort_unstable();
+    eprintln!(
+        "the exhaustive reference, same runs: median {:?}, p90 {:?}",
+        exhaustive[exhaustive.len() / 2],
+        exhaustive[exhaustive.len() * 9 / 10]
+    );
+    let mb = |bytes: usize| bytes as f64 / 1e6;
+    eprintln!(
+        "resident memory grew {:.1} MB on the first load; postings {:.1} MB ({} postings), \
+         document tokens {:.1} MB, texts {:.1} MB, vocabulary {} tokens",
+        mb(grown),
+        mb((terms.docs.capacity() + terms.freqs.capacity()) * 4),
+        terms.docs.len(),
+        mb(terms.tokens.capacity() * 4 + terms.token_starts.capacity() * 8),
+        mb(terms.texts.iter().flatten().map(|t| t.len()).sum::<usize>()),
+        terms.numbers.len(),
+    );
     eprintln!(
         "{} documents: term index loaded in {:?} (best of 3), {:.1} MB; rank 50 on the mix: \
          median {:?}, p90 {:?}, max {:?}",
