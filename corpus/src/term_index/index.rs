@@ -28,7 +28,13 @@ pub(super) struct List<'a> {
     pub(super) docs: Cow<'a, [u32]>,
     pub(super) freqs: Cow<'a, [u32]>,
     pub(super) max_part: f64,
+    /// Per block of [`BLOCK`] postings (the list's first `BLOCK`, the next…): the largest part
+    /// among them.
+    pub(super) blocks: Cow<'a, [f64]>,
 }
+
+/// Postings per block of [`List::blocks`].
+pub(super) const BLOCK: usize = 64;
 
 /// The postings of every token and what bm25 and snippets need of every document, in memory.
 ///
@@ -42,6 +48,11 @@ pub(crate) struct TermIndex {
     pub(super) freqs: Vec<u32>,
     /// Per token: the largest [`part`] among its postings.
     pub(super) max_part: Vec<f64>,
+    /// Per token: the largest [`part`] in each block of [`BLOCK`] of its postings, token `t`'s at
+    /// `block_starts[t]..block_starts[t + 1]` (computed when loading: one pass over the
+    /// postings).
+    pub(super) block_max: Vec<f64>,
+    pub(super) block_starts: Vec<usize>,
     /// Per document (position in rowid order): `k1 × (1 - b + b × D / avgdl)`, bm25's length
     /// normalisation, computed once exactly as FTS5 computes it per row.
     pub(super) norm: Vec<f64>,
@@ -51,8 +62,9 @@ pub(crate) struct TermIndex {
     /// `token_starts[2d + 2]`.
     pub(super) tokens: Vec<u32>,
     pub(super) token_starts: Vec<usize>,
-    /// Per document: its text, or `None` where FTS5 makes the snippet (see the module's doc).
-    pub(super) texts: Vec<Option<Box<str>>>,
+    /// Per document: 1 where the index makes its snippet (from its text, read when asked), 0
+    /// where FTS5 does (see the module's doc).
+    pub(super) snippets: Vec<u8>,
 }
 
 /// bm25's term-frequency part for weighted count `f` in a document of normalisation `norm`:
@@ -69,6 +81,22 @@ pub(super) fn weighted(title: u64, text: u64) -> Option<u32> {
         .checked_mul(title)?
         .checked_add(TEXT_WEIGHT.checked_mul(text)?)?;
     u32::try_from(f).ok()
+}
+
+/// The largest [`part`] of each block of [`BLOCK`] postings of a list.
+fn blocks<'a>(
+    docs: &'a [u32],
+    freqs: &'a [u32],
+    norm: &'a [f64],
+) -> impl Iterator<Item = f64> + 'a {
+    docs.chunks(BLOCK)
+        .zip(freqs.chunks(BLOCK))
+        .map(|(docs, freqs)| {
+            docs.iter()
+                .zip(freqs)
+                .map(|(&d, &f)| part(f, norm[d as usize]))
+                .fold(0.0, f64::max)
+        })
 }
 
 /// FTS5's idf of a phrase found in `hits` of `documents`: `log((nRow - nHit + 0.5) / (nHit +
@@ -126,9 +154,8 @@ fn offsets(stored: Vec<u64>) -> rusqlite::Result<Vec<usize>> {
 }
 
 impl TermIndex {
-    /// Reads the term index's arrays (see [`TABLE`]) and the text of every document whose
-    /// snippet it makes, checking that they fit together (a damaged file is an error here, never
-    /// a panic later).
+    /// Reads the term index's arrays (see [`TABLE`]), checking that they fit together (a
+    /// damaged file is an error here, never a panic later).
     pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Self> {
         let sizes: Vec<u32> = array(conn, "sizes", u32::from_le_bytes)?;
         let documents = sizes.len();
@@ -175,6 +202,11 @@ impl TermIndex {
         if !fits {
             return Err(corrupt("postings"));
         }
+        let (mut block_max, mut block_starts) = (Vec::new(), vec![0]);
+        for w in starts.windows(2) {
+            block_max.extend(blocks(&docs[w[0]..w[1]], &freqs[w[0]..w[1]], &norm));
+            block_starts.push(block_max.len());
+        }
         let rowids: Vec<u64> = array(conn, "rowids", i64::from_le_bytes)?
             .into_iter()
             .map(i64::unsigned_abs)
@@ -190,33 +222,19 @@ impl TermIndex {
         {
             return Err(corrupt("documents"));
         }
-        let mut texts: Vec<Option<Box<str>>> = Vec::with_capacity(documents);
-        let mut stmt = conn.prepare("SELECT rowid, text FROM docs ORDER BY rowid")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let at = texts.len();
-            if rowids.get(at).copied() != Some(row.get::<_, i64>(0)?.unsigned_abs()) {
-                return Err(corrupt("document rowids"));
-            }
-            texts.push(match snippets[at] {
-                0 => None,
-                _ => Some(row.get_ref(1)?.as_str().unwrap_or_default().into()),
-            });
-        }
-        if texts.len() != documents {
-            return Err(corrupt("document count"));
-        }
         Ok(Self {
             numbers,
             starts,
             docs,
             freqs,
             max_part,
+            block_max,
+            block_starts,
             norm,
             rowids,
             tokens,
             token_starts,
-            texts,
+            snippets,
         })
     }
 
@@ -279,6 +297,7 @@ impl TermIndex {
             }
         }
         List {
+            blocks: Cow::Owned(blocks(&docs, &freqs, &self.norm).collect()),
             docs: Cow::Owned(docs),
             freqs: Cow::Owned(freqs),
             max_part,
@@ -293,11 +312,14 @@ impl TermIndex {
             .flatten()
             .map(|tokens| match **tokens {
                 [n] => {
-                    let range = self.starts[n as usize]..self.starts[n as usize + 1];
+                    let n = n as usize;
+                    let range = self.starts[n]..self.starts[n + 1];
+                    let blocks = self.block_starts[n]..self.block_starts[n + 1];
                     List {
+                        blocks: Cow::Borrowed(&self.block_max[blocks]),
                         docs: Cow::Borrowed(&self.docs[range.clone()]),
                         freqs: Cow::Borrowed(&self.freqs[range]),
-                        max_part: self.max_part[n as usize],
+                        max_part: self.max_part[n],
                     }
                 }
                 _ => self.phrase_postings(tokens),
@@ -306,9 +328,15 @@ impl TermIndex {
     }
 
     /// FTS5's `snippet(docs, 3, '[', ']', '…', 24)` of document `rowid` for the disjunction of
-    /// `phrases`: `Some(None)` when the document does not match (or does not exist), `None` when
-    /// this document's snippet must come from FTS5.
-    pub(crate) fn snippet(&self, phrases: &[Phrase], rowid: u64) -> Option<Option<String>> {
+    /// `phrases`, from its text as `text` reads it (the index does not hold the texts):
+    /// `Some(None)` when the document does not match (or does not exist), `None` when this
+    /// document's snippet must come from FTS5 (or its text could not be read).
+    pub(crate) fn snippet(
+        &self,
+        phrases: &[Phrase],
+        rowid: u64,
+        text: impl FnOnce(u64) -> Option<String>,
+    ) -> Option<Option<String>> {
         let Ok(position) = self.rowids.binary_search(&rowid) else {
             return Some(None);
         };
@@ -322,30 +350,40 @@ impl TermIndex {
         if !matches {
             return Some(None);
         }
+        if self.snippets[position] == 0 {
+            return None;
+        }
+        let text = text(rowid)?;
+        let tokens = self.text_tokens(position);
+        // The text the index was built from (the file's checksum says so): checked all the same,
+        // since the snippet indexes its tokens' spans.
+        if !DocText::snippets_here(&text, tokens) {
+            return None;
+        }
         let doc = DocText {
-            text: self.texts[position].as_deref()?,
-            tokens: self.text_tokens(position),
+            text: &text,
+            tokens,
         };
         Some(Some(doc.snippet(phrases)))
     }
 
-    /// Bytes this index holds (postings, per-document figures, texts and tokens, token text), for
+    /// Bytes this index holds (postings, per-document figures and tokens, token text), for
     /// reports.
     pub(crate) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let postings = self.docs.capacity() * size_of::<u32>()
             + self.freqs.capacity() * size_of::<u32>()
             + self.starts.capacity() * size_of::<usize>()
-            + self.max_part.capacity() * size_of::<f64>();
+            + self.max_part.capacity() * size_of::<f64>()
+            + self.block_max.capacity() * size_of::<f64>()
+            + self.block_starts.capacity() * size_of::<usize>();
         // A token's text and its entry (a boxed str and a u32, in a table at most 7/8 full).
         let numbers: usize = self.numbers.keys().map(|t| t.len() + 32).sum();
-        let texts: usize = self.texts.iter().flatten().map(|t| t.len()).sum::<usize>()
-            + self.texts.capacity() * size_of::<Option<Box<str>>>();
         let tokens = self.tokens.capacity() * size_of::<u32>()
             + self.token_starts.capacity() * size_of::<usize>();
         postings
             + numbers
-            + texts
+            + self.snippets.capacity()
             + tokens
             + self.norm.capacity() * size_of::<f64>()
             + self.rowids.capacity() * size_of::<u64>()

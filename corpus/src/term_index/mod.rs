@@ -18,7 +18,9 @@
 //! It also makes FTS5's `snippet()` of the `text` column without FTS5 ([`TermIndex::snippet`]):
 //! asked for one document, FTS5 re-parses the expression and seeks every term's doclist to it
 //! (~90 µs), when the snippet itself needs only the document's tokens and which of them are the
-//! query's. The index keeps each document's text and its tokens (their ids, from FTS5) and
+//! query's. The index keeps each document's tokens (their ids, from FTS5), reads the one text
+//! it snippets from the index file (a lookup by rowid, a few microseconds: holding every text
+//! would cost as much memory as the postings and the texts' loading most of the open), and
 //! follows FTS5's snippet algorithm step by step (`fts5SnippetFunction`, `fts5HighlightCb`).
 //! Token byte offsets are found by scanning the text as unicode61 does: runs of letters and
 //! digits (ASCII ones exactly; beyond ASCII `char::is_alphanumeric`, close to unicode61's
@@ -28,7 +30,7 @@
 //!
 //! Memory: 8 bytes per posting (document, weighted count: bm25's term-frequency part is computed
 //! when read), 4 per token of title and text, about 16 per token of the vocabulary and its text,
-//! the texts the index snippets, about 56 per document. Stored in the index file as those arrays
+//! about 33 per document. Stored in the index file as those arrays
 //! (`build.rs`), so opening copies them rather than parsing a row per token and per document.
 
 mod build;

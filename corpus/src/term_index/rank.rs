@@ -18,7 +18,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::index::{List, TermIndex, idf, part};
+use super::index::{BLOCK, List, TermIndex, idf, part};
 use super::tokens::Phrase;
 
 /// The relative slack of every pruning comparison: a bound `u` prunes a document only when
@@ -52,6 +52,11 @@ impl TermIndex {
         search.seed(limit, &self.norm);
         let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
         while let Some(doc) = search.next_candidate() {
+            if search.skip_window(doc) {
+                continue;
+            }
+            #[cfg(test)]
+            STATS.with_borrow_mut(|s| s.0 += 1);
             let norm = self.norm[doc as usize];
             let Some(score) = search.score(doc, norm) else {
                 continue;
@@ -78,36 +83,57 @@ impl TermIndex {
     }
 
     /// [`Self::rank`] by scoring every document of every list, term at a time into a dense
-    /// accumulator: the reference the tests hold MaxScore to.
+    /// accumulator (kept per thread between calls), then the best by a bounded heap: the way
+    /// the term index ranked before MaxScore, and the reference the tests hold MaxScore to.
     #[cfg(test)]
     pub(super) fn rank_exhaustive(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
+        thread_local! {
+            static SCORES: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
         let documents = self.norm.len();
         if limit == 0 || documents == 0 {
             return Vec::new();
         }
-        let mut score = vec![0.0f64; documents];
-        let mut touched = Vec::new();
-        for list in &self.lists(phrases) {
-            let idf = idf(documents, list.docs.len());
-            for (&doc, &f) in list.docs.iter().zip(list.freqs.iter()) {
-                let d = doc as usize;
-                if score[d] == 0.0 {
-                    touched.push(doc);
+        SCORES.with_borrow_mut(|score| {
+            score.clear();
+            score.resize(documents, 0.0);
+            let mut touched = Vec::new();
+            for list in &self.lists(phrases) {
+                let idf = idf(documents, list.docs.len());
+                for (&doc, &f) in list.docs.iter().zip(list.freqs.iter()) {
+                    let d = doc as usize;
+                    if score[d] == 0.0 {
+                        touched.push(doc);
+                    }
+                    score[d] += idf * part(f, self.norm[d]);
                 }
-                score[d] += idf * part(f, self.norm[d]);
             }
-        }
-        let mut all: Vec<Kept> = touched
-            .iter()
-            .map(|&doc| Kept {
-                rank: -score[doc as usize],
-                doc,
-            })
-            .collect();
-        all.sort_unstable();
-        all.truncate(limit);
-        all.into_iter().map(|k| (k.doc, k.rank)).collect()
+            let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
+            for &doc in &touched {
+                let kept = Kept {
+                    rank: -score[doc as usize],
+                    doc,
+                };
+                if best.len() < limit {
+                    best.push(kept);
+                } else if best.peek().is_some_and(|worst| kept < *worst) {
+                    best.pop();
+                    best.push(kept);
+                }
+            }
+            best.into_sorted_vec()
+                .into_iter()
+                .map(|k| (k.doc, k.rank))
+                .collect()
+        })
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Candidates, seeks into non-essential lists, documents scored exactly: for the measures.
+    pub(super) static STATS: std::cell::RefCell<(usize, usize, usize)> =
+        const { std::cell::RefCell::new((0, 0, 0)) };
 }
 
 /// The state of one MaxScore search over a query's lists.
@@ -128,6 +154,8 @@ struct Search<'l, 'a> {
     /// Per list (query order): its contribution to the current candidate (0.0 if absent: adding
     /// it changes no sum).
     contribution: Vec<f64>,
+    /// The last document of a window found not to be skippable ([`Self::skip_window`]).
+    checked_until: Option<u32>,
     /// A score the `limit`-th best is known to reach, if any.
     threshold: Option<f64>,
     slack: f64,
@@ -159,6 +187,7 @@ impl<'l, 'a> Search<'l, 'a> {
             order,
             prefix,
             essential: 0,
+            checked_until: None,
             contribution: vec![0.0; lists.len()],
             threshold: None,
             slack,
@@ -178,7 +207,8 @@ impl<'l, 'a> Search<'l, 'a> {
             return;
         }
         self.threshold = Some(threshold);
-        while self.essential < self.order.len() && !self.could_enter(self.prefix[self.essential + 1])
+        while self.essential < self.order.len()
+            && !self.could_enter(self.prefix[self.essential + 1])
         {
             self.essential += 1;
         }
@@ -221,6 +251,44 @@ impl<'l, 'a> Search<'l, 'a> {
         self.raise(scores[0]);
     }
 
+    /// Block-max: the window from `doc` to the end of the first block to end among the essential
+    /// lists' current blocks holds, in every essential list, only postings of its current
+    /// block. When the largest parts of those blocks with the bounds of the non-essential lists
+    /// cannot reach the top, no document in the window can: every essential list moves past it,
+    /// and this says so.
+    fn skip_window(&mut self, doc: u32) -> bool {
+        if self.threshold.is_none() || self.checked_until.is_some_and(|until| doc <= until) {
+            return false;
+        }
+        let mut end = u32::MAX;
+        for j in self.essential..self.order.len() {
+            if self.head[j] != u32::MAX {
+                let docs = &self.lists[self.order[j]].docs;
+                let last = ((self.cursor[j] / BLOCK + 1) * BLOCK).min(docs.len()) - 1;
+                end = end.min(docs[last]);
+            }
+        }
+        let mut bound = self.prefix[self.essential];
+        for j in self.essential..self.order.len() {
+            if self.head[j] <= end {
+                let i = self.order[j];
+                bound += self.idf[i] * self.lists[i].blocks[self.cursor[j] / BLOCK];
+            }
+        }
+        if self.could_enter(bound) {
+            self.checked_until = Some(end);
+            return false;
+        }
+        for j in self.essential..self.order.len() {
+            if self.head[j] <= end {
+                let docs = &self.lists[self.order[j]].docs;
+                self.cursor[j] = seek(docs, self.cursor[j], end.saturating_add(1));
+                self.head[j] = docs.get(self.cursor[j]).copied().unwrap_or(u32::MAX);
+            }
+        }
+        true
+    }
+
     /// The next document (ascending) in some essential list, or `None` when they are all read.
     fn next_candidate(&self) -> Option<u32> {
         let doc = self.head[self.essential..].iter().copied().min()?;
@@ -251,6 +319,8 @@ impl<'l, 'a> Search<'l, 'a> {
             }
             let i = self.order[j];
             let list = &self.lists[i];
+            #[cfg(test)]
+            STATS.with_borrow_mut(|s| s.1 += 1);
             let at = seek(&list.docs, self.cursor[j], doc);
             self.cursor[j] = at;
             if list.docs.get(at) == Some(&doc) {
@@ -259,6 +329,8 @@ impl<'l, 'a> Search<'l, 'a> {
                 partial += c;
             }
         }
+        #[cfg(test)]
+        STATS.with_borrow_mut(|s| s.2 += usize::from(alive && self.could_enter(partial)));
         let score = (alive && self.could_enter(partial)).then(|| {
             // FTS5's sum: every phrase's term in query order, from 0.0.
             self.contribution.iter().fold(0.0, |sum, c| sum + c)

@@ -107,10 +107,29 @@ fn term_index_at_scale() {
         }
     }
     slowest.sort_unstable();
+    super::rank::STATS.with_borrow_mut(|s| *s = (0, 0, 0));
+    let total: usize = mix
+        .iter()
+        .map(|p| {
+            terms.rank(p, 50);
+            terms.lists(p).iter().map(|l| l.docs.len()).sum::<usize>()
+        })
+        .sum();
+    let (candidates, seeks, scored) = super::rank::STATS.with_borrow(|s| *s);
+    eprintln!(
+        "per question of the mix: {} postings, {} candidates, {} seeks, {} scored",
+        total / mix.len(),
+        candidates / mix.len(),
+        seeks / mix.len(),
+        scored / mix.len()
+    );
     let expressions = mix_expressions();
     for &(took, i) in slowest.iter().rev().take(3) {
         let lengths: Vec<usize> = terms.lists(&mix[i]).iter().map(|l| l.docs.len()).collect();
-        eprintln!("slow: {took:?} for {} (postings {lengths:?})", expressions[i]);
+        eprintln!(
+            "slow: {took:?} for {} (postings {lengths:?})",
+            expressions[i]
+        );
     }
     times.sort_unstable();
     exhaustive.sort_unstable();
@@ -122,12 +141,11 @@ fn term_index_at_scale() {
     let mb = |bytes: usize| bytes as f64 / 1e6;
     eprintln!(
         "resident memory grew {:.1} MB on the first load; postings {:.1} MB ({} postings), \
-         document tokens {:.1} MB, texts {:.1} MB, vocabulary {} tokens",
+         document tokens {:.1} MB, vocabulary {} tokens",
         mb(grown),
         mb((terms.docs.capacity() + terms.freqs.capacity()) * 4),
         terms.docs.len(),
         mb(terms.tokens.capacity() * 4 + terms.token_starts.capacity() * 8),
-        mb(terms.texts.iter().flatten().map(|t| t.len()).sum::<usize>()),
         terms.numbers.len(),
     );
     eprintln!(
