@@ -4,6 +4,7 @@
 use rusqlite::{Transaction, params};
 
 use super::index::{B, K1, TEXT_WEIGHT, TITLE_WEIGHT, part};
+use super::packed::{pack, pack_ascending, pack_deltas};
 use super::snippet::DocText;
 
 /// The largest part of one stored array (SQLite's blobs stop at 1 GB by default).
@@ -12,16 +13,23 @@ pub(super) const PART_BYTES: usize = 64 << 20;
 /// The table of the term index's arrays: `name`'s bytes are its parts, in `part` order,
 /// concatenated. Every number is little-endian.
 ///
-/// - `terms`: every token (numbered in FTS5's order), its UTF-8 length (u32) then its bytes;
-/// - `starts` (u64, one more than tokens): token `t`'s postings are `starts[t]..starts[t + 1]`;
-/// - `docs` (u32): the postings' documents (positions in rowid order, ascending per token);
-/// - `freqs` (u32): the postings' weighted counts, FTS5's `4 × title + 1 × text`;
-/// - `max_part` (f64, per token): the largest bm25 term-frequency part among its postings;
-/// - `sizes` (u32, per document): its size in tokens;
-/// - `rowids` (i64, per document): its rowid, ascending;
-/// - `tokens` (u32): every document's `title` then `text` tokens in order, and `token_starts`
-///   (u64, two per document and one more) where each column starts;
-/// - `snippets` (u8, per document): 1 where the index makes its snippet (see the module's doc).
+/// Arrays of integers are varints (`packed.rs`): "ascending" ones of the differences between
+/// consecutive values, "deltas" of their wrapping differences in `u32`.
+///
+/// - `terms`: every token (numbered in FTS5's order), its UTF-8 length (u32, little-endian) then
+///   its bytes;
+/// - `starts` (ascending, one more than tokens): token `t`'s postings are `starts[t]..starts[t +
+///   1]`;
+/// - `docs` (deltas): the postings' documents (positions in rowid order, ascending per token);
+/// - `freqs` (varints): the postings' weighted counts, FTS5's `4 × title + 1 × text`;
+/// - `max_part` (f64, little-endian, per token): the largest bm25 term-frequency part among its
+///   postings;
+/// - `sizes` (varints, per document): its size in tokens;
+/// - `rowids` (ascending, per document): its rowid;
+/// - `tokens` (varints): every document's `title` then `text` tokens in order, and
+///   `token_starts` (ascending, two per document and one more) where each column starts;
+/// - `snippets` (a byte per document): 1 where the index makes its snippet (see the module's
+///   doc).
 pub(super) const TABLE: &str = "term_index";
 
 /// Reads every token instance of the `docs` table through an `fts5vocab` table and stores the
@@ -150,14 +158,17 @@ pub(crate) fn build(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         Ok(())
     };
     store("terms", &terms)?;
-    store("starts", &le_bytes(&starts, u64::to_le_bytes))?;
-    store("docs", &le_bytes(&docs, u32::to_le_bytes))?;
-    store("freqs", &le_bytes(&freqs, u32::to_le_bytes))?;
+    store("starts", &pack_ascending(starts))?;
+    store("docs", &pack_deltas(docs))?;
+    store("freqs", &pack(freqs.iter().map(|&f| u64::from(f))))?;
     store("max_part", &le_bytes(&max_part, f64::to_le_bytes))?;
-    store("sizes", &le_bytes(&sizes, u32::to_le_bytes))?;
-    store("rowids", &le_bytes(&rowids, i64::to_le_bytes))?;
-    store("tokens", &le_bytes(&tokens, u32::to_le_bytes))?;
-    store("token_starts", &le_bytes(&token_starts, u64::to_le_bytes))?;
+    store("sizes", &pack(sizes.iter().map(|&s| u64::from(s))))?;
+    store(
+        "rowids",
+        &pack_ascending(rowids.iter().map(|&r| r.unsigned_abs())),
+    )?;
+    store("tokens", &pack(tokens.iter().map(|&t| u64::from(t))))?;
+    store("token_starts", &pack_ascending(token_starts))?;
     store("snippets", &snippets)?;
     drop(insert);
     tx.execute_batch("DROP TABLE temp.vocab;")?;

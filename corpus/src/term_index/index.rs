@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::build::TABLE;
+use super::packed::{unpack, unpack_ascending, unpack_deltas};
 use super::snippet::DocText;
 use super::tokens::{Phrase, starts};
 
@@ -112,7 +113,7 @@ pub(super) fn corrupt(what: &str) -> rusqlite::Error {
 
 /// The array `name` of the term index's table: its parts' bytes, in order, as `N`-byte
 /// little-endian values.
-fn array<T, const N: usize>(
+pub(super) fn array<T, const N: usize>(
     conn: &Connection,
     name: &str,
     from: fn([u8; N]) -> T,
@@ -141,6 +142,18 @@ fn array<T, const N: usize>(
     Ok(values)
 }
 
+/// A stored array of varints, each at most `u32::MAX`.
+fn small(conn: &Connection, name: &str) -> rusqlite::Result<Vec<u32>> {
+    unpack(&array(conn, name, u8::from_le_bytes)?)
+        .and_then(|values| values.into_iter().map(|v| u32::try_from(v).ok()).collect())
+        .ok_or_else(|| corrupt(name))
+}
+
+/// A stored array of ascending values (varints of their differences).
+fn ascending(conn: &Connection, name: &str) -> rusqlite::Result<Vec<u64>> {
+    unpack_ascending(&array(conn, name, u8::from_le_bytes)?).ok_or_else(|| corrupt(name))
+}
+
 /// Stored offsets (u64) as `usize`s, checked ascending from 0.
 fn offsets(stored: Vec<u64>) -> rusqlite::Result<Vec<usize>> {
     let offsets: Vec<usize> = stored
@@ -157,7 +170,7 @@ impl TermIndex {
     /// Reads the term index's arrays (see [`TABLE`]), checking that they fit together (a
     /// damaged file is an error here, never a panic later).
     pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Self> {
-        let sizes: Vec<u32> = array(conn, "sizes", u32::from_le_bytes)?;
+        let sizes: Vec<u32> = small(conn, "sizes")?;
         let documents = sizes.len();
         let total: u64 = sizes.iter().map(|&s| u64::from(s)).sum();
         // FTS5: avgdl = (double)nToken / (double)nRow.
@@ -185,9 +198,10 @@ impl TermIndex {
             return Err(corrupt("terms"));
         }
         drop(names);
-        let starts = offsets(array(conn, "starts", u64::from_le_bytes)?)?;
-        let docs: Vec<u32> = array(conn, "docs", u32::from_le_bytes)?;
-        let freqs: Vec<u32> = array(conn, "freqs", u32::from_le_bytes)?;
+        let starts = offsets(ascending(conn, "starts")?)?;
+        let docs = unpack_deltas(&array(conn, "docs", u8::from_le_bytes)?)
+            .ok_or_else(|| corrupt("docs"))?;
+        let freqs: Vec<u32> = small(conn, "freqs")?;
         let max_part: Vec<f64> = array(conn, "max_part", f64::from_le_bytes)?;
         let fits = starts.len() == numbers.len() + 1
             && starts.last() == Some(&docs.len())
@@ -207,12 +221,9 @@ impl TermIndex {
             block_max.extend(blocks(&docs[w[0]..w[1]], &freqs[w[0]..w[1]], &norm));
             block_starts.push(block_max.len());
         }
-        let rowids: Vec<u64> = array(conn, "rowids", i64::from_le_bytes)?
-            .into_iter()
-            .map(i64::unsigned_abs)
-            .collect();
-        let tokens: Vec<u32> = array(conn, "tokens", u32::from_le_bytes)?;
-        let token_starts = offsets(array(conn, "token_starts", u64::from_le_bytes)?)?;
+        let rowids = ascending(conn, "rowids")?;
+        let tokens: Vec<u32> = small(conn, "tokens")?;
+        let token_starts = offsets(ascending(conn, "token_starts")?)?;
         let snippets: Vec<u8> = array(conn, "snippets", u8::from_le_bytes)?;
         if rowids.len() != documents
             || !rowids.windows(2).all(|w| w[0] < w[1])

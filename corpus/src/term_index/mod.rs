@@ -35,6 +35,7 @@
 
 mod build;
 mod index;
+mod packed;
 mod rank;
 mod snippet;
 mod tokens;

@@ -87,6 +87,15 @@ fn term_index_at_scale() {
         terms = Some(loaded);
     }
     let terms = terms.expect("loaded");
+    for name in ["terms", "starts", "docs", "freqs", "tokens", "token_starts"] {
+        let started = Instant::now();
+        let bytes = super::index::array(&conn, name, u8::from_le_bytes).expect("an array");
+        eprintln!(
+            "{name}: {} bytes read in {:?}",
+            bytes.len(),
+            started.elapsed()
+        );
+    }
     let tokenizer = Tokenizer::new().expect("tokenizer");
     let mix: Vec<Vec<Phrase>> = mix_expressions()
         .iter()
