@@ -3,11 +3,12 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use rusqlite::Connection;
 
 use super::build::TABLE;
-use super::packed::{unpack, unpack_ascending, unpack_deltas};
+use super::packed::{unpack_ascending, unpack_deltas, unpack_small};
 use super::snippet::DocText;
 use super::tokens::{Phrase, starts};
 
@@ -66,6 +67,8 @@ pub(crate) struct TermIndex {
     /// Per document: 1 where the index makes its snippet (from its text, read when asked), 0
     /// where FTS5 does (see the module's doc).
     pub(super) snippets: Vec<u8>,
+    /// Idle accumulators of `rank`'s term-at-a-time path (one score per document).
+    pub(super) scratch: Mutex<Vec<Vec<f64>>>,
 }
 
 /// bm25's term-frequency part for weighted count `f` in a document of normalisation `norm`:
@@ -144,9 +147,7 @@ pub(super) fn array<T, const N: usize>(
 
 /// A stored array of varints, each at most `u32::MAX`.
 fn small(conn: &Connection, name: &str) -> rusqlite::Result<Vec<u32>> {
-    unpack(&array(conn, name, u8::from_le_bytes)?)
-        .and_then(|values| values.into_iter().map(|v| u32::try_from(v).ok()).collect())
-        .ok_or_else(|| corrupt(name))
+    unpack_small(&array(conn, name, u8::from_le_bytes)?).ok_or_else(|| corrupt(name))
 }
 
 /// A stored array of ascending values (varints of their differences).
@@ -246,6 +247,7 @@ impl TermIndex {
             tokens,
             token_starts,
             snippets,
+            scratch: Mutex::new(Vec::new()),
         })
     }
 

@@ -38,8 +38,16 @@ pub(super) fn pack(values: impl IntoIterator<Item = u64>) -> Vec<u8> {
 }
 
 /// The varints of `bytes`, or `None` if one is cut short or overflows 64 bits.
-pub(super) fn unpack(bytes: &[u8]) -> Option<Vec<u64>> {
-    let mut values = Vec::with_capacity(bytes.len());
+#[cfg(test)]
+fn unpack(bytes: &[u8]) -> Option<Vec<u64>> {
+    unpack_into(bytes, Some)
+}
+
+/// The varints of `bytes` as `to` makes them (`None` from it: the whole is `None`), in a vector
+/// of exactly their number.
+fn unpack_into<T>(bytes: &[u8], mut to: impl FnMut(u64) -> Option<T>) -> Option<Vec<T>> {
+    // Every varint ends with the one byte of it below 0x80.
+    let mut values = Vec::with_capacity(bytes.iter().filter(|&&b| b < 0x80).count());
     let (mut value, mut shift) = (0u64, 0u32);
     for &b in bytes {
         if shift > 63 || (shift == 63 && b > 1) {
@@ -47,7 +55,7 @@ pub(super) fn unpack(bytes: &[u8]) -> Option<Vec<u64>> {
         }
         value |= u64::from(b & 0x7f) << shift;
         if b < 0x80 {
-            values.push(value);
+            values.push(to(value)?);
             (value, shift) = (0, 0);
         } else {
             shift += 7;
@@ -56,28 +64,27 @@ pub(super) fn unpack(bytes: &[u8]) -> Option<Vec<u64>> {
     (shift == 0).then_some(values)
 }
 
-/// [`unpack`] of [`pack_deltas`]: `None` if a value is past `u32`.
-pub(super) fn unpack_deltas(bytes: &[u8]) -> Option<Vec<u32>> {
-    let mut previous = 0u32;
-    unpack(bytes)?
-        .into_iter()
-        .map(|d| {
-            previous = previous.wrapping_add(u32::try_from(d).ok()?);
-            Some(previous)
-        })
-        .collect()
+/// The varints of `bytes` where every value is at most `u32::MAX`.
+pub(super) fn unpack_small(bytes: &[u8]) -> Option<Vec<u32>> {
+    unpack_into(bytes, |v| u32::try_from(v).ok())
 }
 
-/// [`unpack`] of [`pack_ascending`]: `None` if a sum overflows.
+/// The varints of [`pack_deltas`]: `None` if a value is past `u32`.
+pub(super) fn unpack_deltas(bytes: &[u8]) -> Option<Vec<u32>> {
+    let mut previous = 0u32;
+    unpack_into(bytes, |d| {
+        previous = previous.wrapping_add(u32::try_from(d).ok()?);
+        Some(previous)
+    })
+}
+
+/// The varints of [`pack_ascending`]: `None` if a sum overflows.
 pub(super) fn unpack_ascending(bytes: &[u8]) -> Option<Vec<u64>> {
     let mut previous = 0u64;
-    unpack(bytes)?
-        .into_iter()
-        .map(|d| {
-            previous = previous.checked_add(d)?;
-            Some(previous)
-        })
-        .collect()
+    unpack_into(bytes, |d| {
+        previous = previous.checked_add(d)?;
+        Some(previous)
+    })
 }
 
 #[cfg(test)]
@@ -95,6 +102,8 @@ mod tests {
         );
         let plain = [u64::MAX, 0, 300];
         assert_eq!(unpack(&pack(plain)).unwrap(), plain);
+        assert_eq!(unpack_small(&pack([7, 300])).unwrap(), [7, 300]);
+        assert_eq!(unpack_small(&pack([1 << 32])), None);
         // Cut short, or past 64 bits.
         assert_eq!(unpack(&[0x80]), None);
         assert_eq!(unpack(&[0xff; 10]), None);

@@ -26,30 +26,69 @@ use super::tokens::Phrase;
 /// terms in any order is below `n × 2⁻⁵³` relative (about 7e-15 for 64 terms).
 pub(super) const SLACK: f64 = 1e-9;
 
+/// How many times a posting added term at a time costs a candidate of MaxScore (finding it,
+/// scoring it, searching the other lists for it), about: MaxScore runs when the essential lists
+/// hold fewer than the query's postings over this.
+pub(super) const MAXSCORE_COST: usize = 5;
+
+/// Idle accumulators kept for [`TermIndex::exhaustive`] (more are made when needed, and dropped
+/// when returned beyond this many).
+pub(super) const MAX_IDLE_SCRATCH: usize = 8;
+
 impl TermIndex {
     /// The `limit` best documents for the disjunction of `phrases` (in query order; a phrase may
     /// repeat, as in FTS5), as (position, bm25 rank) with FTS5's sign (lower is better), best
     /// first, ties by position: what `ORDER BY bm25(docs, 0.0, 0.0, 4.0, 1.0) LIMIT limit`
     /// returns for `"t1" OR "t2 t3" OR …`.
+    ///
+    /// By MaxScore when, from the threshold found first, the lists it must read document by
+    /// document are a small part of the query's postings; otherwise (common tokens only, a
+    /// small corpus) every posting is added term at a time, which is then cheaper. Both give
+    /// the same result, to the bit.
     pub(crate) fn rank(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
-        self.rank_with_slack(phrases, limit, SLACK)
+        if limit == 0 || self.norm.is_empty() {
+            return Vec::new();
+        }
+        let lists = self.lists(phrases);
+        let mut search = Search::new(&lists, self.norm.len(), SLACK);
+        search.seed(limit, &self.norm);
+        let total: usize = lists.iter().map(|l| l.docs.len()).sum();
+        if search.essential_postings().saturating_mul(MAXSCORE_COST) < total {
+            self.max_score(search, limit)
+        } else {
+            self.exhaustive(&lists, limit)
+        }
     }
 
-    /// [`Self::rank`] with pruning's slack given (the tests show that pruning without one, or
-    /// with a bound below the truth, loses documents).
+    /// [`Self::rank`] by MaxScore whatever the lists, with pruning's slack given (the tests
+    /// show that pruning with a bound below the truth loses documents).
+    #[cfg(test)]
     pub(super) fn rank_with_slack(
         &self,
         phrases: &[Phrase],
         limit: usize,
         slack: f64,
     ) -> Vec<(u32, f64)> {
-        let documents = self.norm.len();
-        if limit == 0 || documents == 0 {
+        if limit == 0 || self.norm.is_empty() {
             return Vec::new();
         }
         let lists = self.lists(phrases);
-        let mut search = Search::new(&lists, documents, slack);
+        let mut search = Search::new(&lists, self.norm.len(), slack);
         search.seed(limit, &self.norm);
+        self.max_score(search, limit)
+    }
+
+    /// [`Self::rank`] by scoring every posting: the reference the tests hold MaxScore to.
+    #[cfg(test)]
+    pub(super) fn rank_exhaustive(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
+        if limit == 0 || self.norm.is_empty() {
+            return Vec::new();
+        }
+        self.exhaustive(&self.lists(phrases), limit)
+    }
+
+    /// MaxScore, document at a time (see the module's doc).
+    fn max_score(&self, mut search: Search<'_, '_>, limit: usize) -> Vec<(u32, f64)> {
         let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
         while let Some(doc) = search.next_candidate() {
             if search.skip_window(doc) {
@@ -76,57 +115,60 @@ impl TermIndex {
                 search.raise(-worst.rank);
             }
         }
-        best.into_sorted_vec()
-            .into_iter()
-            .map(|k| (k.doc, k.rank))
-            .collect()
+        sorted(best)
     }
 
-    /// [`Self::rank`] by scoring every document of every list, term at a time into a dense
-    /// accumulator (kept per thread between calls), then the best by a bounded heap: the way
-    /// the term index ranked before MaxScore, and the reference the tests hold MaxScore to.
-    #[cfg(test)]
-    pub(super) fn rank_exhaustive(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
-        thread_local! {
-            static SCORES: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
+    /// Every posting of every list added term at a time (query order) into a dense accumulator
+    /// (reused between calls), then the best by a bounded heap whose top is the worst kept.
+    fn exhaustive(&self, lists: &[List<'_>], limit: usize) -> Vec<(u32, f64)> {
         let documents = self.norm.len();
-        if limit == 0 || documents == 0 {
-            return Vec::new();
+        let mut score = self
+            .scratch
+            .lock()
+            .ok()
+            .and_then(|mut idle| idle.pop())
+            .unwrap_or_else(|| vec![0.0; documents]);
+        let mut touched = Vec::new();
+        for list in lists {
+            let idf = idf(documents, list.docs.len());
+            for (&doc, &f) in list.docs.iter().zip(list.freqs.iter()) {
+                let d = doc as usize;
+                // FTS5 adds every phrase's term, in phrase order, to a sum starting at 0.0;
+                // every term is above 0, so a touched document's sum is never 0.0.
+                if score[d] == 0.0 {
+                    touched.push(doc);
+                }
+                score[d] += idf * part(f, self.norm[d]);
+            }
         }
-        SCORES.with_borrow_mut(|score| {
-            score.clear();
-            score.resize(documents, 0.0);
-            let mut touched = Vec::new();
-            for list in &self.lists(phrases) {
-                let idf = idf(documents, list.docs.len());
-                for (&doc, &f) in list.docs.iter().zip(list.freqs.iter()) {
-                    let d = doc as usize;
-                    if score[d] == 0.0 {
-                        touched.push(doc);
-                    }
-                    score[d] += idf * part(f, self.norm[d]);
-                }
+        let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
+        for &doc in &touched {
+            let kept = Kept {
+                rank: -std::mem::take(&mut score[doc as usize]),
+                doc,
+            };
+            if best.len() < limit {
+                best.push(kept);
+            } else if best.peek().is_some_and(|worst| kept < *worst) {
+                best.pop();
+                best.push(kept);
             }
-            let mut best: BinaryHeap<Kept> = BinaryHeap::with_capacity(limit + 1);
-            for &doc in &touched {
-                let kept = Kept {
-                    rank: -score[doc as usize],
-                    doc,
-                };
-                if best.len() < limit {
-                    best.push(kept);
-                } else if best.peek().is_some_and(|worst| kept < *worst) {
-                    best.pop();
-                    best.push(kept);
-                }
-            }
-            best.into_sorted_vec()
-                .into_iter()
-                .map(|k| (k.doc, k.rank))
-                .collect()
-        })
+        }
+        if let Ok(mut idle) = self.scratch.lock()
+            && idle.len() < MAX_IDLE_SCRATCH
+        {
+            idle.push(score);
+        }
+        sorted(best)
     }
+}
+
+/// The kept documents, best first, as (position, rank).
+fn sorted(best: BinaryHeap<Kept>) -> Vec<(u32, f64)> {
+    best.into_sorted_vec()
+        .into_iter()
+        .map(|k| (k.doc, k.rank))
+        .collect()
 }
 
 #[cfg(test)]
@@ -192,6 +234,14 @@ impl<'l, 'a> Search<'l, 'a> {
             threshold: None,
             slack,
         }
+    }
+
+    /// The postings of the essential lists.
+    fn essential_postings(&self) -> usize {
+        self.order[self.essential..]
+            .iter()
+            .map(|&i| self.lists[i].docs.len())
+            .sum()
     }
 
     /// Whether a document whose score is at most `bound` could still enter the top.
