@@ -116,7 +116,7 @@ pub(super) fn corrupt(what: &str) -> rusqlite::Error {
 
 /// The array `name` of the term index's table: its parts' bytes, in order, as `N`-byte
 /// little-endian values.
-pub(super) fn array<T, const N: usize>(
+fn array<T, const N: usize>(
     conn: &Connection,
     name: &str,
     from: fn([u8; N]) -> T,

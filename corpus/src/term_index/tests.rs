@@ -38,6 +38,14 @@ fn mix_expressions() -> Vec<String> {
         .collect()
 }
 
+/// CPU time this thread has run (`/proc/thread-self/schedstat`, as of the scheduler's last
+/// tick): for spans of many milliseconds.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let ns = stat.split_whitespace().next().and_then(|n| n.parse().ok());
+    Duration::from_nanos(ns.unwrap_or(0))
+}
+
 /// This process's resident memory (`VmRSS`), in bytes.
 fn resident_bytes() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -58,6 +66,9 @@ fn phrases(index: &TermIndex, tokenizer: &Tokenizer, expression: &str) -> Vec<Ph
 /// `TS_BENCH_CACHE` (a temporary directory without it): how long `TermIndex::load` takes (best
 /// of 3), what it holds, and what `rank` 50 deep costs on the question mix (median).
 ///
+/// With `TS_TERMS_ONLY=1`, a file of the documents and the term index alone is built (and kept
+/// in `TS_BENCH_CACHE`) instead of the whole index file.
+///
 /// `TS_BENCH_CORPUS=/work/data/corpus-100000.jsonl TS_BENCH_CACHE=DIR cargo test --release -p
 /// turnstile-corpus --lib -- --ignored --nocapture term_index_at_scale`
 #[test]
@@ -73,52 +84,88 @@ fn term_index_at_scale() {
     let temporary = tempfile::tempdir().expect("temporary directory");
     let cache = std::env::var_os("TS_BENCH_CACHE")
         .map_or_else(|| temporary.path().to_owned(), std::path::PathBuf::from);
-    let index = CorpusIndex::open_or_build(&corpus, &cache).expect("corpus index");
+    // With `TS_TERMS_ONLY`, a file of the documents and the term index alone (no embeddings:
+    // minutes rather than most of an hour at a million passages).
+    let path = if std::env::var_os("TS_TERMS_ONLY").is_some() {
+        let path = cache.join(format!("terms-only-{}.sqlite", corpus.jsonl.len()));
+        if !path.exists() {
+            let docs = crate::load_documents(&corpus.jsonl).expect("documents");
+            let partial = path.with_extension("partial");
+            let _ = std::fs::remove_file(&partial);
+            let mut conn = rusqlite::Connection::open(&partial).expect("a file");
+            index_into(
+                &mut conn,
+                docs.iter().map(|d| (d.title.as_str(), d.text.as_str())),
+            );
+            drop(conn);
+            std::fs::rename(&partial, &path).expect("renamed");
+        }
+        path
+    } else {
+        CorpusIndex::open_or_build(&corpus, &cache)
+            .expect("corpus index")
+            .path
+    };
     drop(corpus);
-    let conn = crate::reader::open_read_only(&index.path).expect("index file");
-    let mut loads = Vec::new();
+    let conn = crate::reader::open_read_only(&path).expect("index file");
     let before = resident_bytes();
-    let mut terms = Some(TermIndex::load(&conn).expect("term index"));
+    let mut terms = TermIndex::load(&conn).expect("term index");
     let grown = resident_bytes().saturating_sub(before);
+    let mut loads = Vec::new();
     for _ in 0..3 {
-        let started = Instant::now();
-        let loaded = TermIndex::load(&conn).expect("term index");
-        loads.push(started.elapsed());
-        terms = Some(loaded);
-    }
-    let terms = terms.expect("loaded");
-    for name in ["terms", "starts", "docs", "freqs", "tokens", "token_starts"] {
-        let started = Instant::now();
-        let bytes = super::index::array(&conn, name, u8::from_le_bytes).expect("an array");
-        eprintln!(
-            "{name}: {} bytes read in {:?}",
-            bytes.len(),
-            started.elapsed()
-        );
+        let (started, cpu) = (Instant::now(), cpu_time());
+        terms = TermIndex::load(&conn).expect("term index");
+        loads.push((started.elapsed(), cpu_time().saturating_sub(cpu)));
     }
     let tokenizer = Tokenizer::new().expect("tokenizer");
     let mix: Vec<Vec<Phrase>> = mix_expressions()
         .iter()
         .map(|e| phrases(&terms, &tokenizer, e))
         .collect();
-    let (mut times, mut exhaustive, mut max_score) = (Vec::new(), Vec::new(), Vec::new());
-    let mut slowest: Vec<(Duration, usize)> = vec![(Duration::ZERO, 0); mix.len()];
+    // Wall time, the three ways in turn (on shared cores each is slowed alike).
+    let mut took: [Vec<Duration>; 3] = Default::default();
+    type Rank = fn(&TermIndex, &[Phrase]) -> Vec<(u32, f64)>;
+    let ways: [Rank; 3] = [
+        |t, p| t.rank(p, 50),
+        |t, p| t.rank_with_slack(p, 50, super::rank::SLACK),
+        |t, p| t.rank_exhaustive(p, 50),
+    ];
     for _ in 0..5 {
-        for (i, p) in mix.iter().enumerate() {
-            let started = Instant::now();
-            std::hint::black_box(terms.rank(p, 50));
-            let took = started.elapsed();
-            times.push(took);
-            let started = Instant::now();
-            std::hint::black_box(terms.rank_exhaustive(p, 50));
-            exhaustive.push(started.elapsed());
-            let started = Instant::now();
-            std::hint::black_box(terms.rank_with_slack(p, 50, super::rank::SLACK));
-            max_score.push(started.elapsed());
-            slowest[i] = (slowest[i].0.max(took), i);
+        for p in &mix {
+            for (way, took) in ways.iter().zip(&mut took) {
+                let started = Instant::now();
+                std::hint::black_box(way(&terms, p));
+                took.push(started.elapsed());
+            }
         }
     }
-    slowest.sort_unstable();
+    for took in &mut took {
+        took.sort_unstable();
+    }
+    let [chosen, max_score, exhaustive] = &took;
+    let quantiles = |t: &[Duration]| (t[t.len() / 2], t[t.len() * 9 / 10], t[t.len() - 1]);
+    let mb = |bytes: usize| bytes as f64 / 1e6;
+    eprintln!(
+        "{} documents: term index {:.1} MB (resident memory grew {:.1} MB on the first load: \
+         postings {:.1} MB for {} postings, document tokens {:.1} MB, vocabulary {} tokens); \
+         loaded in {:?} wall, {:?} CPU (best of 3)",
+        terms.documents(),
+        mb(terms.heap_bytes()),
+        mb(grown),
+        mb((terms.docs.capacity() + terms.freqs.capacity()) * 4),
+        terms.docs.len(),
+        mb(terms.tokens.capacity() * 4 + terms.token_starts.capacity() * 8),
+        terms.numbers.len(),
+        loads.iter().map(|l| l.0).min().unwrap_or_default(),
+        loads.iter().map(|l| l.1).min().unwrap_or_default(),
+    );
+    eprintln!(
+        "rank 50 on the mix (median, p90, max): as chosen {:?}; MaxScore always {:?}; \
+         every posting term at a time {:?}",
+        quantiles(chosen),
+        quantiles(max_score),
+        quantiles(exhaustive),
+    );
     super::rank::STATS.with_borrow_mut(|s| *s = (0, 0, 0));
     let total: usize = mix
         .iter()
@@ -135,50 +182,20 @@ fn term_index_at_scale() {
         seeks / mix.len(),
         scored / mix.len()
     );
-    let expressions = mix_expressions();
-    for &(took, i) in slowest.iter().rev().take(3) {
-        let lengths: Vec<usize> = terms.lists(&mix[i]).iter().map(|l| l.docs.len()).collect();
-        eprintln!(
-            "slow: {took:?} for {} (postings {lengths:?})",
-            expressions[i]
-        );
-    }
-    times.sort_unstable();
-    exhaustive.sort_unstable();
-    max_score.sort_unstable();
-    eprintln!(
-        "same runs, every posting term at a time: median {:?}, p90 {:?}; MaxScore always: \
-         median {:?}, p90 {:?}",
-        exhaustive[exhaustive.len() / 2],
-        exhaustive[exhaustive.len() * 9 / 10],
-        max_score[max_score.len() / 2],
-        max_score[max_score.len() * 9 / 10],
-    );
-    let mb = |bytes: usize| bytes as f64 / 1e6;
-    eprintln!(
-        "resident memory grew {:.1} MB on the first load; postings {:.1} MB ({} postings), \
-         document tokens {:.1} MB, vocabulary {} tokens",
-        mb(grown),
-        mb((terms.docs.capacity() + terms.freqs.capacity()) * 4),
-        terms.docs.len(),
-        mb(terms.tokens.capacity() * 4 + terms.token_starts.capacity() * 8),
-        terms.numbers.len(),
-    );
-    eprintln!(
-        "{} documents: term index loaded in {:?} (best of 3), {:.1} MB; rank 50 on the mix: \
-         median {:?}, p90 {:?}, max {:?}",
-        terms.documents(),
-        loads.iter().min().expect("loads"),
-        terms.heap_bytes() as f64 / 1e6,
-        times[times.len() / 2],
-        times[times.len() * 9 / 10],
-        times[times.len() - 1],
-    );
 }
 
 /// The term index of `docs` (title, text), built as the index file builds it, in memory.
 fn index_of<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>) -> TermIndex {
     let mut conn = rusqlite::Connection::open_in_memory().expect("in-memory database");
+    index_into(&mut conn, docs);
+    TermIndex::load(&conn).expect("load")
+}
+
+/// The `docs` table of `docs` (title, text) and its term index, in `conn`.
+fn index_into<'a>(
+    conn: &mut rusqlite::Connection,
+    docs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) {
     conn.execute_batch(&format!(
         "CREATE VIRTUAL TABLE docs USING fts5(
              id UNINDEXED, kind UNINDEXED, title, text,
@@ -200,7 +217,6 @@ fn index_of<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>) -> TermIndex
     }
     super::build(&tx).expect("term index");
     tx.commit().expect("commit");
-    TermIndex::load(&conn).expect("load")
 }
 
 /// A ranking as (position, the rank's bits): equal only if the `f64`s are.
