@@ -139,6 +139,19 @@ fn term_index_at_scale() {
             }
         }
     }
+    // And CPU time, each way over the mix 5 times: a mean the neighbours do not inflate.
+    let cpu: Vec<Duration> = ways
+        .iter()
+        .map(|way| {
+            let cpu = cpu_time();
+            for _ in 0..5 {
+                for p in &mix {
+                    std::hint::black_box(way(&terms, p));
+                }
+            }
+            cpu_time().saturating_sub(cpu) / (5 * mix.len() as u32)
+        })
+        .collect();
     for took in &mut took {
         took.sort_unstable();
     }
@@ -160,11 +173,14 @@ fn term_index_at_scale() {
         loads.iter().map(|l| l.1).min().unwrap_or_default(),
     );
     eprintln!(
-        "rank 50 on the mix (median, p90, max): as chosen {:?}; MaxScore always {:?}; \
-         every posting term at a time {:?}",
+        "rank 50 on the mix, wall (median, p90, max) and mean CPU: as chosen {:?} {:?}; \
+         MaxScore always {:?} {:?}; every posting term at a time {:?} {:?}",
         quantiles(chosen),
+        cpu[0],
         quantiles(max_score),
+        cpu[1],
         quantiles(exhaustive),
+        cpu[2],
     );
     super::rank::STATS.with_borrow_mut(|s| *s = (0, 0, 0));
     let total: usize = mix
