@@ -380,8 +380,8 @@ impl TermIndex {
         Some(Some(doc.snippet(phrases)))
     }
 
-    /// Bytes this index holds (postings, per-document figures and tokens, token text), for
-    /// reports.
+    /// Bytes this index holds (postings, per-document figures and tokens, token text, idle
+    /// accumulators), for reports.
     pub(crate) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let postings = self.docs.capacity() * size_of::<u32>()
@@ -394,7 +394,12 @@ impl TermIndex {
         let numbers: usize = self.numbers.keys().map(|t| t.len() + 32).sum();
         let tokens = self.tokens.capacity() * size_of::<u32>()
             + self.token_starts.capacity() * size_of::<usize>();
+        // The idle accumulators of `rank`'s term-at-a-time path.
+        let scratch: usize = self.scratch.lock().map_or(0, |idle| {
+            idle.iter().map(|s| s.capacity() * size_of::<f64>()).sum()
+        });
         postings
+            + scratch
             + numbers
             + self.snippets.capacity()
             + tokens
