@@ -4,33 +4,8 @@
 use rusqlite::{Transaction, params};
 
 use super::index::{B, K1, TEXT_WEIGHT, TITLE_WEIGHT, part};
-use super::packed::{pack, pack_ascending, pack_deltas};
+use super::packed::{PART_BYTES, TABLE, pack, pack_ascending, pack_deltas};
 use super::snippet::DocText;
-
-/// The largest part of one stored array (SQLite's blobs stop at 1 GB by default).
-pub(super) const PART_BYTES: usize = 64 << 20;
-
-/// The table of the term index's arrays: `name`'s bytes are its parts, in `part` order,
-/// concatenated. Every number is little-endian.
-///
-/// Arrays of integers are varints (`packed.rs`): "ascending" ones of the differences between
-/// consecutive values, "deltas" of their wrapping differences in `u32`.
-///
-/// - `terms`: every token (numbered in FTS5's order), its UTF-8 length (u32, little-endian) then
-///   its bytes;
-/// - `starts` (ascending, one more than tokens): token `t`'s postings are `starts[t]..starts[t +
-///   1]`;
-/// - `docs` (deltas): the postings' documents (positions in rowid order, ascending per token);
-/// - `freqs` (varints): the postings' weighted counts, FTS5's `4 × title + 1 × text`;
-/// - `max_part` (f64, little-endian, per token): the largest bm25 term-frequency part among its
-///   postings;
-/// - `sizes` (varints, per document): its size in tokens;
-/// - `rowids` (ascending, per document): its rowid;
-/// - `tokens` (varints): every document's `title` then `text` tokens in order, and
-///   `token_starts` (ascending, two per document and one more) where each column starts;
-/// - `snippets` (a byte per document): 1 where the index makes its snippet (see the module's
-///   doc).
-pub(super) const TABLE: &str = "term_index";
 
 /// Reads every token instance of the `docs` table through an `fts5vocab` table and stores the
 /// term index's arrays (see [`TABLE`]).

@@ -7,8 +7,7 @@ use std::sync::Mutex;
 
 use rusqlite::Connection;
 
-use super::build::TABLE;
-use super::packed::{unpack_ascending, unpack_deltas, unpack_small};
+use super::packed::{TABLE, unpack_ascending, unpack_deltas, unpack_small};
 use super::snippet::DocText;
 use super::tokens::{Phrase, starts};
 

@@ -2,6 +2,31 @@
 //! consecutive values where those are small (documents in a posting list, offsets, rowids), so
 //! the file holds, and opening reads, about a third of the bytes of fixed-width numbers.
 
+/// The largest part of one stored array (SQLite's blobs stop at 1 GB by default).
+pub(super) const PART_BYTES: usize = 64 << 20;
+
+/// The table of the term index's arrays: `name`'s bytes are its parts, in `part` order,
+/// concatenated. Fixed-width numbers are little-endian.
+///
+/// Arrays of integers are varints (below): "ascending" ones of the differences between
+/// consecutive values, "deltas" of their wrapping differences in `u32`.
+///
+/// - `terms`: every token (numbered in FTS5's order), its UTF-8 length (u32, little-endian) then
+///   its bytes;
+/// - `starts` (ascending, one more than tokens): token `t`'s postings are `starts[t]..starts[t +
+///   1]`;
+/// - `docs` (deltas): the postings' documents (positions in rowid order, ascending per token);
+/// - `freqs` (varints): the postings' weighted counts, FTS5's `4 × title + 1 × text`;
+/// - `max_part` (f64, little-endian, per token): the largest bm25 term-frequency part among its
+///   postings;
+/// - `sizes` (varints, per document): its size in tokens;
+/// - `rowids` (ascending, per document): its rowid;
+/// - `tokens` (varints): every document's `title` then `text` tokens in order, and
+///   `token_starts` (ascending, two per document and one more) where each column starts;
+/// - `snippets` (a byte per document): 1 where the index makes its snippet (see the module's
+///   doc).
+pub(super) const TABLE: &str = "term_index";
+
 /// `values` as varints of the wrapping differences between consecutive values (the first from
 /// 0): ascending runs cost a byte or two per value, a drop (a posting list's start) five.
 pub(super) fn pack_deltas(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
