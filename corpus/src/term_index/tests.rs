@@ -140,15 +140,21 @@ fn term_index_at_scale() {
         }
     }
     // And CPU time, each way over the mix 5 times: a mean the neighbours do not inflate.
+    // Each way alone (no other way's accumulator in the cache between calls): wall quantiles.
+    let mut alone: [Vec<Duration>; 3] = Default::default();
     let cpu: Vec<Duration> = ways
         .iter()
-        .map(|way| {
+        .zip(&mut alone)
+        .map(|(way, alone)| {
             let cpu = cpu_time();
             for _ in 0..5 {
                 for p in &mix {
+                    let started = Instant::now();
                     std::hint::black_box(way(&terms, p));
+                    alone.push(started.elapsed());
                 }
             }
+            alone.sort_unstable();
             cpu_time().saturating_sub(cpu) / (5 * mix.len() as u32)
         })
         .collect();
@@ -181,6 +187,13 @@ fn term_index_at_scale() {
         cpu[1],
         quantiles(exhaustive),
         cpu[2],
+    );
+    eprintln!(
+        "each way alone, wall (median, p90, max): as chosen {:?}; MaxScore always {:?}; every \
+         posting term at a time {:?}",
+        quantiles(&alone[0]),
+        quantiles(&alone[1]),
+        quantiles(&alone[2]),
     );
     super::rank::STATS.with_borrow_mut(|s| *s = (0, 0, 0));
     let total: usize = mix
