@@ -7,7 +7,8 @@
 //! `cargo bench -p turnstile-corpus --bench term_index`
 //!
 //! With `TS_BENCH_CORPUS=FILE.jsonl` (e.g. the 16× corpus `bench/replicate-corpus.py` makes) the
-//! same runs over that corpus.
+//! same runs over that corpus; with `TS_BENCH_CACHE=DIR` its index file is kept there between
+//! runs.
 
 use std::hint::black_box;
 
@@ -22,7 +23,11 @@ mod support;
 use support::mix;
 
 fn bench(c: &mut Criterion) {
-    let cache = tempfile::tempdir().expect("temporary directory");
+    let temporary = tempfile::tempdir().expect("temporary directory");
+    // `TS_BENCH_CACHE=DIR` keeps the index file between runs (a 100,000-passage one takes
+    // minutes to build).
+    let cache = std::env::var_os("TS_BENCH_CACHE")
+        .map_or_else(|| temporary.path().to_owned(), std::path::PathBuf::from);
     let corpus = match std::env::var_os("TS_BENCH_CORPUS") {
         Some(path) => CorpusBytes {
             name: path.to_string_lossy().into_owned(),
@@ -30,7 +35,7 @@ fn bench(c: &mut Criterion) {
         },
         None => read_corpus(None).expect("embedded corpus"),
     };
-    let index = CorpusIndex::open_or_build(&corpus, cache.path()).expect("corpus index");
+    let index = CorpusIndex::open_or_build(&corpus, &cache).expect("corpus index");
     let pool = CorpusPool::new(&index, 1).expect("corpus pool");
     let session = pool.session().expect("session");
     let mix = mix();

@@ -29,7 +29,7 @@ use super::parallel;
 /// (exactly).
 pub(crate) const MIN_DOCUMENTS: usize = 32_768;
 /// Lists a question searches: a fixed number, so a search grows as √n, not as n.
-pub(crate) const PROBES: usize = 32;
+pub(crate) const PROBES: usize = 40;
 /// Rounds of k-means (assign, re-centre) over the training sample.
 const ROUNDS: usize = 8;
 /// Rounds of 2-means when a list is split in two.

@@ -111,6 +111,17 @@ impl CorpusSession {
             .unwrap_or_else(|| unreachable!("session used after close"))
     }
 
+    /// Document `doc`'s `text` column, for the term index's snippets (`None` if it cannot be
+    /// read: FTS5 then makes the snippet, or says why it cannot).
+    fn text(&self, doc: u64) -> Option<String> {
+        let rowid = i64::try_from(doc).ok()?;
+        self.budgeted(|c| {
+            c.prepare_cached("SELECT text FROM docs WHERE rowid = ?1")?
+                .query_row([rowid], |r| r.get(0))
+        })
+        .ok()
+    }
+
     /// Runs one query within [`SessionLimits::CALL_TIME_BUDGET`].
     fn budgeted<T>(
         &self,
@@ -154,7 +165,12 @@ impl CorpusSession {
         } in ranked
         {
             // Every ranked document matches, so it has a snippet.
-            let snippet = match self.pool.corpus.terms.snippet(phrases, doc) {
+            let snippet = match self
+                .pool
+                .corpus
+                .terms
+                .snippet(phrases, doc, |d| self.text(d))
+            {
                 Some(snippet) => snippet,
                 None => match self.snippet_by_fts5(expression, doc) {
                     Ok(snippet) => snippet,
@@ -322,9 +338,12 @@ impl CorpusSession {
     /// for every document whose text it holds; any other goes to FTS5.
     pub fn snippet(&self, expression: &str, doc: u64) -> Result<Option<String>, CorpusError> {
         check_expression(expression)?;
-        let snippet = self
-            .phrases(expression)
-            .and_then(|phrases| self.pool.corpus.terms.snippet(&phrases, doc));
+        let snippet = self.phrases(expression).and_then(|phrases| {
+            self.pool
+                .corpus
+                .terms
+                .snippet(&phrases, doc, |d| self.text(d))
+        });
         self.pool.snippets.count(snippet.is_some());
         match snippet {
             Some(snippet) => Ok(snippet.map(|s| truncate(s, SessionLimits::MAX_SNIPPET_BYTES))),

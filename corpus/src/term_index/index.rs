@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use rusqlite::Connection;
 
+use super::packed::{TABLE, unpack_ascending, unpack_deltas, unpack_small};
 use super::snippet::DocText;
 use super::tokens::{Phrase, starts};
 
@@ -16,64 +17,160 @@ pub(super) const B: f64 = 0.75;
 
 /// The weights of the `title` and `text` columns in the session's `bm25(docs, 0.0, 0.0, 4.0,
 /// 1.0)` (`id` and `kind` are `UNINDEXED`: no token of theirs is in the index).
-pub(super) const TITLE_WEIGHT: f64 = 4.0;
-pub(super) const TEXT_WEIGHT: f64 = 1.0;
+pub(super) const TITLE_WEIGHT: u64 = 4;
+pub(super) const TEXT_WEIGHT: u64 = 1;
 
-/// Idle accumulators kept for reuse (one is in use per concurrent `rank`; more are made on demand
-/// and dropped when returned beyond this many).
-pub(super) const MAX_IDLE_SCRATCH: usize = 8;
-
-/// One token's postings: the documents it occurs in (positions, ascending) and, for each, bm25's
-/// term-frequency part `f × (k1 + 1) / (f + k1 × (1 - b + b × D / avgdl))`, where `f` is FTS5's
-/// weighted count `4 × title + 1 × text` — computed once, as FTS5 computes it per row, so a query
-/// only multiplies it by the token's idf and adds. A phrase of several tokens gets its postings
-/// the same way, made when a query asks for it ([`TermIndex::phrase_postings`]).
-#[derive(Clone)]
-pub(super) struct Postings {
-    pub(super) docs: Vec<u32>,
-    pub(super) part: Vec<f64>,
+/// One phrase's postings as `rank` reads them: the documents it occurs in (positions,
+/// ascending), FTS5's weighted count `f = 4 × title + 1 × text` of its instances in each, and the
+/// largest term-frequency part of bm25 among them (an upper bound for pruning). A single token's
+/// are slices of the index's; a phrase of several tokens gets its own, made when a query asks
+/// for it ([`TermIndex::phrase_postings`]).
+pub(super) struct List<'a> {
+    pub(super) docs: Cow<'a, [u32]>,
+    pub(super) freqs: Cow<'a, [u32]>,
+    pub(super) max_part: f64,
+    /// Per block of [`BLOCK`] postings (the list's first `BLOCK`, the next…): the largest part
+    /// among them.
+    pub(super) blocks: Cow<'a, [f64]>,
 }
 
+/// Postings per block of [`List::blocks`].
+pub(super) const BLOCK: usize = 64;
+
 /// The postings of every token and what bm25 and snippets need of every document, in memory.
+///
+/// Postings live in two arenas (documents and weighted counts, token `t`'s at
+/// `starts[t]..starts[t + 1]`); bm25's term-frequency part is computed when a query reads a
+/// posting, by the operations FTS5 uses per row ([`part`]), so it is the same `f64`.
 pub(crate) struct TermIndex {
     pub(super) numbers: HashMap<Box<str>, u32>,
-    pub(super) postings: Vec<Postings>,
+    pub(super) starts: Vec<usize>,
+    pub(super) docs: Vec<u32>,
+    pub(super) freqs: Vec<u32>,
+    /// Per token: the largest [`part`] among its postings.
+    pub(super) max_part: Vec<f64>,
+    /// Per token: the largest [`part`] in each block of [`BLOCK`] of its postings, token `t`'s at
+    /// `block_starts[t]..block_starts[t + 1]` (computed when loading: one pass over the
+    /// postings).
+    pub(super) block_max: Vec<f64>,
+    pub(super) block_starts: Vec<usize>,
     /// Per document (position in rowid order): `k1 × (1 - b + b × D / avgdl)`, bm25's length
     /// normalisation, computed once exactly as FTS5 computes it per row.
     pub(super) norm: Vec<f64>,
     pub(super) rowids: Vec<u64>,
-    /// Per document: its `title` and `text` columns' tokens in order (for phrases and snippets).
-    pub(super) title_tokens: Vec<Box<[u32]>>,
-    pub(super) text_tokens: Vec<Box<[u32]>>,
-    /// Per document: its text, or `None` where FTS5 makes the snippet (see the module's doc).
-    pub(super) texts: Vec<Option<Box<str>>>,
-    pub(super) scratch: Mutex<Vec<Scratch>>,
+    /// Every document's `title` then `text` tokens in order (for phrases and snippets), document
+    /// `d`'s title at `token_starts[2d]..token_starts[2d + 1]`, its text from there to
+    /// `token_starts[2d + 2]`.
+    pub(super) tokens: Vec<u32>,
+    pub(super) token_starts: Vec<usize>,
+    /// Per document: 1 where the index makes its snippet (from its text, read when asked), 0
+    /// where FTS5 does (see the module's doc).
+    pub(super) snippets: Vec<u8>,
+    /// Idle accumulators of `rank`'s term-at-a-time path (one score per document).
+    pub(super) scratch: Mutex<Vec<Vec<f64>>>,
 }
 
-/// A reusable accumulator: one score per document, and room for the documents a query touches.
-pub(super) struct Scratch {
-    pub(super) score: Vec<f64>,
-    pub(super) touched: Vec<u32>,
+/// bm25's term-frequency part for weighted count `f` in a document of normalisation `norm`:
+/// FTS5's `(aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / avgdl))`.
+pub(super) fn part(f: u32, norm: f64) -> f64 {
+    let f = f64::from(f);
+    (f * (K1 + 1.0)) / (f + norm)
+}
+
+/// FTS5's `f(qi, D)`: the sum over a phrase's instances of its column's weight, an integer (so
+/// the order of the sum does not matter); `None` past `u32::MAX`.
+pub(super) fn weighted(title: u64, text: u64) -> Option<u32> {
+    let f = TITLE_WEIGHT
+        .checked_mul(title)?
+        .checked_add(TEXT_WEIGHT.checked_mul(text)?)?;
+    u32::try_from(f).ok()
+}
+
+/// The largest [`part`] of each block of [`BLOCK`] postings of a list.
+fn blocks<'a>(
+    docs: &'a [u32],
+    freqs: &'a [u32],
+    norm: &'a [f64],
+) -> impl Iterator<Item = f64> + 'a {
+    docs.chunks(BLOCK)
+        .zip(freqs.chunks(BLOCK))
+        .map(|(docs, freqs)| {
+            docs.iter()
+                .zip(freqs)
+                .map(|(&d, &f)| part(f, norm[d as usize]))
+                .fold(0.0, f64::max)
+        })
+}
+
+/// FTS5's idf of a phrase found in `hits` of `documents`: `log((nRow - nHit + 0.5) / (nHit +
+/// 0.5))`, at least 1e-6.
+pub(super) fn idf(documents: usize, hits: usize) -> f64 {
+    let idf = (((documents - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
 }
 
 pub(super) fn corrupt(what: &str) -> rusqlite::Error {
     rusqlite::Error::InvalidColumnType(0, what.into(), rusqlite::types::Type::Blob)
 }
 
-pub(super) fn words(blob: &[u8]) -> rusqlite::Result<impl Iterator<Item = u32> + '_> {
-    if !blob.len().is_multiple_of(4) {
-        return Err(corrupt("a blob of u32s"));
+/// The array `name` of the term index's table: its parts' bytes, in order, as `N`-byte
+/// little-endian values.
+fn array<T, const N: usize>(
+    conn: &Connection,
+    name: &str,
+    from: fn([u8; N]) -> T,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT part, data FROM {TABLE} WHERE name = ?1 ORDER BY part"
+    ))?;
+    let mut rows = stmt.query([name])?;
+    let (mut values, mut parts) = (Vec::new(), 0i64);
+    while let Some(row) = rows.next()? {
+        let data = row.get_ref(1)?.as_blob()?;
+        if row.get::<_, i64>(0)? != parts || !data.len().is_multiple_of(N) {
+            return Err(corrupt(name));
+        }
+        parts += 1;
+        values.reserve_exact(data.len() / N);
+        values.extend(data.chunks_exact(N).map(|c| {
+            let mut bytes = [0; N];
+            bytes.copy_from_slice(c);
+            from(bytes)
+        }));
     }
-    Ok(blob
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+    if parts == 0 {
+        return Err(corrupt(name));
+    }
+    Ok(values)
+}
+
+/// A stored array of varints, each at most `u32::MAX`.
+fn small(conn: &Connection, name: &str) -> rusqlite::Result<Vec<u32>> {
+    unpack_small(&array(conn, name, u8::from_le_bytes)?).ok_or_else(|| corrupt(name))
+}
+
+/// A stored array of ascending values (varints of their differences).
+fn ascending(conn: &Connection, name: &str) -> rusqlite::Result<Vec<u64>> {
+    unpack_ascending(&array(conn, name, u8::from_le_bytes)?).ok_or_else(|| corrupt(name))
+}
+
+/// Stored offsets (u64) as `usize`s, checked ascending from 0.
+fn offsets(stored: Vec<u64>) -> rusqlite::Result<Vec<usize>> {
+    let offsets: Vec<usize> = stored
+        .into_iter()
+        .map(|o| usize::try_from(o).map_err(|_| corrupt("offsets")))
+        .collect::<rusqlite::Result<_>>()?;
+    if offsets.first() != Some(&0) || !offsets.windows(2).all(|w| w[0] <= w[1]) {
+        return Err(corrupt("offsets"));
+    }
+    Ok(offsets)
 }
 
 impl TermIndex {
-    /// Reads the `postings`, `doc_sizes` and `doc_terms` tables and every document's text.
+    /// Reads the term index's arrays (see [`TABLE`]), checking that they fit together (a
+    /// damaged file is an error here, never a panic later).
     pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Self> {
-        let sizes: Vec<u8> = conn.query_row("SELECT s FROM doc_sizes", [], |r| r.get(0))?;
-        let sizes: Vec<u32> = words(&sizes)?.collect();
+        let sizes: Vec<u32> = small(conn, "sizes")?;
         let documents = sizes.len();
         let total: u64 = sizes.iter().map(|&s| u64::from(s)).sum();
         // FTS5: avgdl = (double)nToken / (double)nRow.
@@ -82,68 +179,91 @@ impl TermIndex {
             .iter()
             .map(|&d| K1 * (1.0 - B + B * f64::from(d) / avgdl))
             .collect();
-        let (mut numbers, mut postings) = (HashMap::new(), Vec::new());
-        let mut stmt = conn.prepare("SELECT id, term, p FROM postings ORDER BY id")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            if row.get::<_, i64>(0)? != postings.len() as i64 {
-                return Err(corrupt("token numbers"));
-            }
-            let term: String = row.get(1)?;
-            let all: Vec<u32> = words(row.get_ref(2)?.as_blob()?)?.collect();
-            let (mut docs, mut part) = (Vec::new(), Vec::new());
-            for p in all.chunks(3) {
-                let &[doc, title, text] = p else {
-                    return Err(corrupt("postings"));
-                };
-                let Some(&norm) = norm.get(doc as usize) else {
-                    return Err(corrupt("a posting of an unknown document"));
-                };
-                let f = weighted(title, text);
-                // FTS5: (aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / avgdl)).
-                let p = (f * (K1 + 1.0)) / (f + norm);
-                docs.push(doc);
-                part.push(p);
-            }
-            numbers.insert(
-                term.into_boxed_str(),
-                u32::try_from(postings.len()).unwrap_or(u32::MAX),
-            );
-            postings.push(Postings { docs, part });
-        }
-        let mut rowids = Vec::with_capacity(documents);
-        let mut texts = Vec::with_capacity(documents);
-        let mut title_tokens = Vec::with_capacity(documents);
-        let mut text_tokens = Vec::with_capacity(documents);
-        let mut stmt = conn.prepare("SELECT rowid, text FROM docs ORDER BY rowid")?;
-        let mut terms = conn.prepare("SELECT ti, t FROM doc_terms ORDER BY doc")?;
-        let mut terms = terms.query([])?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let Some(t) = terms.next()? else {
-                return Err(corrupt("document tokens"));
+        drop(sizes);
+        let names: Vec<u8> = array(conn, "terms", u8::from_le_bytes)?;
+        let mut numbers = HashMap::new();
+        let (mut rest, mut count) = (names.as_slice(), 0u32);
+        while let Some((length, after)) = rest.split_first_chunk::<4>() {
+            let length = u32::from_le_bytes(*length) as usize;
+            let Some(name) = after.get(..length) else {
+                return Err(corrupt("terms"));
             };
-            let title: Box<[u32]> = words(t.get_ref(0)?.as_blob()?)?.collect();
-            let tokens: Box<[u32]> = words(t.get_ref(1)?.as_blob()?)?.collect();
-            rowids.push(row.get::<_, i64>(0)?.unsigned_abs());
-            let text = row.get_ref(1)?.as_str().unwrap_or_default();
-            texts.push(DocText::snippets_here(text, &tokens).then(|| text.into()));
-            title_tokens.push(title);
-            text_tokens.push(tokens);
+            let name = std::str::from_utf8(name).map_err(|_| corrupt("terms"))?;
+            numbers.insert(Box::from(name), count);
+            count = count.checked_add(1).ok_or_else(|| corrupt("terms"))?;
+            rest = &after[length..];
         }
-        if rowids.len() != documents {
-            return Err(corrupt("document count"));
+        // Every name once.
+        if !rest.is_empty() || numbers.len() != count as usize {
+            return Err(corrupt("terms"));
+        }
+        drop(names);
+        let starts = offsets(ascending(conn, "starts")?)?;
+        let docs = unpack_deltas(&array(conn, "docs", u8::from_le_bytes)?)
+            .ok_or_else(|| corrupt("docs"))?;
+        let freqs: Vec<u32> = small(conn, "freqs")?;
+        let max_part: Vec<f64> = array(conn, "max_part", f64::from_le_bytes)?;
+        let fits = starts.len() == numbers.len() + 1
+            && starts.last() == Some(&docs.len())
+            && freqs.len() == docs.len()
+            && max_part.len() == numbers.len()
+            && freqs.iter().all(|&f| f > 0)
+            && starts.windows(2).all(|w| {
+                let list = &docs[w[0]..w[1]];
+                list.windows(2).all(|d| d[0] < d[1])
+                    && list.last().is_none_or(|&d| (d as usize) < documents)
+            });
+        if !fits {
+            return Err(corrupt("postings"));
+        }
+        let (mut block_max, mut block_starts) = (Vec::new(), vec![0]);
+        for w in starts.windows(2) {
+            block_max.extend(blocks(&docs[w[0]..w[1]], &freqs[w[0]..w[1]], &norm));
+            block_starts.push(block_max.len());
+        }
+        let rowids = ascending(conn, "rowids")?;
+        let tokens: Vec<u32> = small(conn, "tokens")?;
+        let token_starts = offsets(ascending(conn, "token_starts")?)?;
+        let snippets: Vec<u8> = array(conn, "snippets", u8::from_le_bytes)?;
+        if rowids.len() != documents
+            || !rowids.windows(2).all(|w| w[0] < w[1])
+            || token_starts.len() != 2 * documents + 1
+            || token_starts.last() != Some(&tokens.len())
+            || snippets.len() != documents
+        {
+            return Err(corrupt("documents"));
         }
         Ok(Self {
             numbers,
-            postings,
+            starts,
+            docs,
+            freqs,
+            max_part,
+            block_max,
+            block_starts,
             norm,
             rowids,
-            title_tokens,
-            text_tokens,
-            texts,
+            tokens,
+            token_starts,
+            snippets,
             scratch: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Document `d`'s `title` tokens, in order.
+    pub(super) fn title_tokens(&self, d: usize) -> &[u32] {
+        &self.tokens[self.token_starts[2 * d]..self.token_starts[2 * d + 1]]
+    }
+
+    /// Document `d`'s `text` tokens, in order.
+    pub(super) fn text_tokens(&self, d: usize) -> &[u32] {
+        &self.tokens[self.token_starts[2 * d + 1]..self.token_starts[2 * d + 2]]
+    }
+
+    /// Token `n`'s documents (positions, ascending).
+    pub(super) fn token_docs(&self, n: u32) -> &[u32] {
+        let n = n as usize;
+        &self.docs[self.starts[n]..self.starts[n + 1]]
     }
 
     /// Documents indexed.
@@ -165,102 +285,124 @@ impl TermIndex {
     }
 
     /// The postings of a phrase of several tokens: the documents where its tokens follow one
-    /// another in one column, with bm25's term-frequency part of its weighted count of instances
-    /// there (FTS5 counts every position a phrase starts at, overlapping ones too).
-    fn phrase_postings(&self, tokens: &[u32]) -> Postings {
-        let lists: Vec<&[u32]> = tokens
-            .iter()
-            .map(|&n| self.postings[n as usize].docs.as_slice())
-            .collect();
-        let (mut docs, mut part) = (Vec::new(), Vec::new());
+    /// another in one column, with its weighted count of instances there (FTS5 counts every
+    /// position a phrase starts at, overlapping ones too).
+    fn phrase_postings(&self, tokens: &[u32]) -> List<'static> {
+        let lists: Vec<&[u32]> = tokens.iter().map(|&n| self.token_docs(n)).collect();
+        let (mut docs, mut freqs, mut max_part) = (Vec::new(), Vec::new(), 0.0f64);
         // Every document of the rarest token that has all the others too.
-        let Some(rarest) = lists.iter().min_by_key(|l| l.len()) else {
-            return Postings { docs, part };
-        };
-        for &doc in *rarest {
-            if !lists.iter().all(|l| l.binary_search(&doc).is_ok()) {
-                continue;
+        if let Some(rarest) = lists.iter().min_by_key(|l| l.len()) {
+            for &doc in *rarest {
+                if !lists.iter().all(|l| l.binary_search(&doc).is_ok()) {
+                    continue;
+                }
+                let d = doc as usize;
+                let title = starts(self.title_tokens(d), tokens).count();
+                let text = starts(self.text_tokens(d), tokens).count();
+                if title + text == 0 {
+                    continue;
+                }
+                let f = weighted(title as u64, text as u64).unwrap_or(u32::MAX);
+                docs.push(doc);
+                freqs.push(f);
+                max_part = max_part.max(part(f, self.norm[d]));
             }
-            let d = doc as usize;
-            let title = starts(&self.title_tokens[d], tokens).count();
-            let text = starts(&self.text_tokens[d], tokens).count();
-            if title + text == 0 {
-                continue;
-            }
-            let f = weighted(
-                u32::try_from(title).unwrap_or(u32::MAX),
-                u32::try_from(text).unwrap_or(u32::MAX),
-            );
-            docs.push(doc);
-            part.push((f * (K1 + 1.0)) / (f + self.norm[d]));
         }
-        Postings { docs, part }
+        List {
+            blocks: Cow::Owned(blocks(&docs, &freqs, &self.norm).collect()),
+            docs: Cow::Owned(docs),
+            freqs: Cow::Owned(freqs),
+            max_part,
+        }
     }
 
-    /// The postings of each phrase that matches something: a single token's as they are, a
-    /// longer phrase's made now.
-    pub(super) fn lists<'a>(&'a self, phrases: &'a [Phrase]) -> Vec<Cow<'a, Postings>> {
+    /// The postings of each phrase that matches something, in query order: a single token's as
+    /// they are, a longer phrase's made now.
+    pub(super) fn lists<'a>(&'a self, phrases: &'a [Phrase]) -> Vec<List<'a>> {
         phrases
             .iter()
             .flatten()
             .map(|tokens| match **tokens {
-                [n] => Cow::Borrowed(&self.postings[n as usize]),
-                _ => Cow::Owned(self.phrase_postings(tokens)),
+                [n] => {
+                    let n = n as usize;
+                    let range = self.starts[n]..self.starts[n + 1];
+                    let blocks = self.block_starts[n]..self.block_starts[n + 1];
+                    List {
+                        blocks: Cow::Borrowed(&self.block_max[blocks]),
+                        docs: Cow::Borrowed(&self.docs[range.clone()]),
+                        freqs: Cow::Borrowed(&self.freqs[range]),
+                        max_part: self.max_part[n],
+                    }
+                }
+                _ => self.phrase_postings(tokens),
             })
             .collect()
     }
 
     /// FTS5's `snippet(docs, 3, '[', ']', '…', 24)` of document `rowid` for the disjunction of
-    /// `phrases`: `Some(None)` when the document does not match (or does not exist), `None` when
-    /// this document's snippet must come from FTS5.
-    pub(crate) fn snippet(&self, phrases: &[Phrase], rowid: u64) -> Option<Option<String>> {
+    /// `phrases`, from its text as `text` reads it (the index does not hold the texts):
+    /// `Some(None)` when the document does not match (or does not exist), `None` when this
+    /// document's snippet must come from FTS5 (or its text could not be read).
+    pub(crate) fn snippet(
+        &self,
+        phrases: &[Phrase],
+        rowid: u64,
+        text: impl FnOnce(u64) -> Option<String>,
+    ) -> Option<Option<String>> {
         let Ok(position) = self.rowids.binary_search(&rowid) else {
             return Some(None);
         };
         let matches = phrases.iter().flatten().any(|tokens| match **tokens {
-            [n] => self.postings[n as usize]
-                .docs
-                .binary_search(&(position as u32))
-                .is_ok(),
+            [n] => self.token_docs(n).binary_search(&(position as u32)).is_ok(),
             _ => {
-                starts(&self.title_tokens[position], tokens)
-                    .next()
-                    .is_some()
-                    || starts(&self.text_tokens[position], tokens).next().is_some()
+                starts(self.title_tokens(position), tokens).next().is_some()
+                    || starts(self.text_tokens(position), tokens).next().is_some()
             }
         });
         if !matches {
             return Some(None);
         }
+        if self.snippets[position] == 0 {
+            return None;
+        }
+        let text = text(rowid)?;
+        let tokens = self.text_tokens(position);
+        // The text the index was built from (the file's checksum says so): checked all the same,
+        // since the snippet indexes its tokens' spans.
+        if !DocText::snippets_here(&text, tokens) {
+            return None;
+        }
         let doc = DocText {
-            text: self.texts[position].as_deref()?,
-            tokens: &self.text_tokens[position],
+            text: &text,
+            tokens,
         };
         Some(Some(doc.snippet(phrases)))
     }
 
-    /// Bytes this index holds (postings, per-document figures, texts and tokens, token text), for
-    /// reports.
+    /// Bytes this index holds (postings, per-document figures and tokens, token text, idle
+    /// accumulators), for reports.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let postings: usize = self
-            .postings
-            .iter()
-            .map(|p| p.docs.capacity() * 4 + p.part.capacity() * 8 + 56)
-            .sum();
-        let numbers: usize = self.numbers.keys().map(|t| t.len() + 24).sum();
-        let texts: usize = self.texts.iter().flatten().map(|t| t.len()).sum();
-        let tokens: usize = self
-            .title_tokens
-            .iter()
-            .chain(&self.text_tokens)
-            .map(|t| t.len() * 4)
-            .sum();
-        postings + numbers + texts + tokens + self.norm.len() * (8 + 8 + 16 + 16 + 16)
+        use std::mem::size_of;
+        let postings = self.docs.capacity() * size_of::<u32>()
+            + self.freqs.capacity() * size_of::<u32>()
+            + self.starts.capacity() * size_of::<usize>()
+            + self.max_part.capacity() * size_of::<f64>()
+            + self.block_max.capacity() * size_of::<f64>()
+            + self.block_starts.capacity() * size_of::<usize>();
+        // A token's text and its entry (a boxed str and a u32, in a table at most 7/8 full).
+        let numbers: usize = self.numbers.keys().map(|t| t.len() + 32).sum();
+        let tokens = self.tokens.capacity() * size_of::<u32>()
+            + self.token_starts.capacity() * size_of::<usize>();
+        // The idle accumulators of `rank`'s term-at-a-time path.
+        let scratch: usize = self.scratch.lock().map_or(0, |idle| {
+            idle.iter().map(|s| s.capacity() * size_of::<f64>()).sum()
+        });
+        postings
+            + scratch
+            + numbers
+            + self.snippets.capacity()
+            + tokens
+            + self.norm.capacity() * size_of::<f64>()
+            + self.rowids.capacity() * size_of::<u64>()
     }
-}
-
-/// FTS5's `f(qi, D)`: the sum, over the token's instances, of its column's weight (integers, so
-/// the order of the sum does not matter).
-pub(super) fn weighted(title: u32, text: u32) -> f64 {
-    TITLE_WEIGHT * f64::from(title) + TEXT_WEIGHT * f64::from(text)
 }
