@@ -35,6 +35,7 @@ OUT="${OUT:-/tmp/corpus-cost-$(date -u +%Y%m%dT%H%M%SZ)}"
 SIZES=("$@"); [ ${#SIZES[@]} -gt 0 ] || SIZES=(6090 100000 1000000)
 [ -x "$BIN" ] || { echo "missing $BIN: cargo build --release -p turnstile-cli" >&2; exit 1; }
 [ -f "$LEXICAL" ] || { echo "missing $LEXICAL: cargo xtask plugins" >&2; exit 1; }
+LEXICAL="$(realpath "$LEXICAL")"  # swaps read only under --swap-root, links resolved
 mkdir -p "$OUT" "$KEEP"
 source "$REPO/bench/pids.sh"
 trap stop_all EXIT
@@ -61,6 +62,7 @@ for size in "${SIZES[@]}"; do
     local t0; t0=$(date +%s.%N)
     "$BIN" serve --listen "127.0.0.1:$port" --corpus "$corpus" --cache-dir "$cache" \
       --max-active 2 --max-waiting 64 --wait-ms 10000 --access-log false \
+      --swap-root "$(dirname "$LEXICAL")" \
       >>"$OUT/$size.log" 2>&1 </dev/null &
     pid=$!; PIDS+=("$pid")
     wait_ready "$size" "$pid" "http://127.0.0.1:$port/readyz" "$OUT/$size.log" 72000
