@@ -71,7 +71,7 @@ for size in "${SIZES[@]}"; do
   # An index not in KEEP yet is built by a first start (its time and peak memory recorded),
   # which is stopped; the measured server then opens the index as a reused one.
   build_s="-"; build_hwm="-"
-  if ! ls "$cache"/corpus-*.sqlite >/dev/null 2>&1; then
+  if ! ls "$cache"/index/corpus-*.sqlite >/dev/null 2>&1; then
     start_server; build_s=$ready_s; build_hwm=$(hwm_mib "$pid")
     stop_pid "$pid"
   fi
@@ -88,7 +88,7 @@ for size in "${SIZES[@]}"; do
       >"$OUT/$size-$plugin.load.json"
     curl -fsS "http://127.0.0.1:$port/metrics" >"$OUT/$size-$plugin.after.prom"
   done
-  echo "$(hwm_mib "$pid") $(du -m "$cache"/corpus-*.sqlite | awk '{s += $1} END {print s}')" >>"$OUT/$size.start"
+  echo "$(hwm_mib "$pid") $(du -m "$cache"/index/corpus-*.sqlite | awk '{s += $1} END {print s}')" >>"$OUT/$size.start"
   stop_pid "$pid"
 done
 echo "utc_end: $(date -u +%FT%TZ)" | tee -a "$OUT/meta.txt"

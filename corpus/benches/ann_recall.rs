@@ -72,7 +72,8 @@ fn main() {
         "| probes | candidates (k = 10 / 50) | recall@10, k = 10 | recall@10, k = 50 | recall@50, k = 50 | median µs, k = 10 | median µs, k = 50 |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let grid: [(usize, Rescore); 7] = [
+    let grid: [(usize, Rescore); 8] = [
+        (probes, rescore),
         (16, rescore),
         (24, rescore),
         (32, rescore),
