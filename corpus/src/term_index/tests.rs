@@ -171,7 +171,7 @@ fn term_index_at_scale() {
         terms.documents(),
         mb(terms.heap_bytes()),
         mb(grown),
-        mb((terms.docs.capacity() + terms.freqs.capacity()) * 4),
+        mb(terms.docs.capacity() * 4 + terms.parts.capacity() * 8),
         terms.docs.len(),
         mb(terms.tokens.capacity() * 4 + terms.token_starts.capacity() * 8),
         terms.numbers.len(),
