@@ -3,10 +3,12 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::disjunction;
+use super::ivf;
 use super::limits::SessionLimits;
 use super::reader::Reader;
 use super::shared::PoolInner;
 use super::term_index::Phrase;
+use super::vectors::{self, Near};
 use super::{CorpusError, Document};
 
 /// One search hit.
@@ -229,12 +231,8 @@ impl CorpusSession {
             ));
         }
         let limit = limit.clamp(1, SessionLimits::MAX_CANDIDATES) as usize;
-        let vectors = &self.pool.corpus.vectors;
-        let near = self.budgeted(|conn| {
-            let mut stmt = conn.prepare_cached(VECTOR_SQL)?;
-            vectors.nearest(vector, limit, &mut |doc| stored_vector(&mut stmt, doc))
-        })?;
-        Ok(near
+        Ok(self
+            .near(vector, limit, ivf::PROBES, vectors::rescored(limit))?
             .into_iter()
             .map(|n| Neighbour {
                 doc: n.doc,
@@ -256,14 +254,29 @@ impl CorpusSession {
         probes: usize,
         wanted: usize,
     ) -> Result<Vec<(u64, f32)>, CorpusError> {
+        Ok(self
+            .near(vector, k, probes, wanted)?
+            .into_iter()
+            .map(|n| (n.doc, n.similarity))
+            .collect())
+    }
+
+    /// The loaded vectors' `nearest_probing`, a large corpus's candidates read through this
+    /// session's connection.
+    fn near(
+        &self,
+        vector: &[f32],
+        k: usize,
+        probes: usize,
+        wanted: usize,
+    ) -> Result<Vec<Near<'_>>, CorpusError> {
         let vectors = &self.pool.corpus.vectors;
-        let near = self.budgeted(|conn| {
+        self.budgeted(|conn| {
             let mut stmt = conn.prepare_cached(VECTOR_SQL)?;
             vectors.nearest_probing(vector, k, probes, wanted, &mut |doc| {
                 stored_vector(&mut stmt, doc)
             })
-        })?;
-        Ok(near.into_iter().map(|n| (n.doc, n.similarity)).collect())
+        })
     }
 
     /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.

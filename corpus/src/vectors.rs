@@ -325,6 +325,7 @@ impl DocVectors {
     /// lower bound is a floor the true `k`-th similarity cannot be under, so only documents whose
     /// upper bound reaches it are scored exactly, and those include every one of the true best
     /// `k`, ties too. A large one gets the best `k` of the candidates its inverted file gives.
+    #[cfg(test)]
     pub(crate) fn nearest(
         &self,
         query: &[f32],
