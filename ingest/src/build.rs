@@ -60,6 +60,23 @@ pub struct BuildArgs {
     pub skip_bad_rows: bool,
 }
 
+#[cfg(test)]
+impl BuildArgs {
+    /// One source built into `out` with the command line's defaults (for tests).
+    pub(crate) fn one(source: &Path, out: &Path) -> Self {
+        Self {
+            sources: vec![source.to_owned()],
+            out: out.to_owned(),
+            max_chars: crate::DEFAULT_MAX_CHARS,
+            overlap: crate::DEFAULT_OVERLAP,
+            id_column: "id".into(),
+            title_column: "title".into(),
+            text_column: "text".into(),
+            skip_bad_rows: false,
+        }
+    }
+}
+
 impl BuildArgs {
     /// What is wrong with `--overlap` beside `--max-chars`, if anything (each flag's own bounds
     /// are its parser's): the check across settings, said without the flag's name.

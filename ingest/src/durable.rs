@@ -50,16 +50,7 @@ mod tests {
     use crate::build::{BuildArgs, build};
 
     fn args(source: &Path, out: &Path) -> BuildArgs {
-        BuildArgs {
-            sources: vec![source.to_owned()],
-            out: out.to_owned(),
-            max_chars: crate::DEFAULT_MAX_CHARS,
-            overlap: crate::DEFAULT_OVERLAP,
-            id_column: "id".into(),
-            title_column: "title".into(),
-            text_column: "text".into(),
-            skip_bad_rows: false,
-        }
+        BuildArgs::one(source, out)
     }
 
     /// A folder of `sections` Markdown sections of `words` words each.

@@ -25,14 +25,9 @@ fn timed<T>(what: &str, work: impl FnOnce() -> T) -> T {
 
 fn args(source: &Path, out: &Path) -> BuildArgs {
     BuildArgs {
-        sources: vec![source.to_owned()],
-        out: out.to_owned(),
         max_chars: CUT.max_chars,
         overlap: CUT.overlap,
-        id_column: "id".into(),
-        title_column: "title".into(),
-        text_column: "text".into(),
-        skip_bad_rows: false,
+        ..BuildArgs::one(source, out)
     }
 }
 

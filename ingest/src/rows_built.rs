@@ -9,14 +9,8 @@ use crate::build::{BuildArgs, BuildError, build};
 
 fn args(source: &Path, out: &Path, skip_bad_rows: bool) -> BuildArgs {
     BuildArgs {
-        sources: vec![source.to_owned()],
-        out: out.to_owned(),
-        max_chars: crate::DEFAULT_MAX_CHARS,
-        overlap: crate::DEFAULT_OVERLAP,
-        id_column: "id".into(),
-        title_column: "title".into(),
-        text_column: "text".into(),
         skip_bad_rows,
+        ..BuildArgs::one(source, out)
     }
 }
 
