@@ -79,6 +79,9 @@ fn walk(node: NodeRef<'_, Node>, b: &mut OutlineBuilder, pre: bool, depth: usize
                 }
                 if let Some(level) = heading_level(name) {
                     b.heading(level, &text_of(child));
+                    if let Some(id) = anchor_of(child) {
+                        b.anchor(id);
+                    }
                     continue;
                 }
                 match name {
@@ -103,6 +106,27 @@ fn walk(node: NodeRef<'_, Node>, b: &mut OutlineBuilder, pre: bool, depth: usize
             _ => {}
         }
     }
+}
+
+/// The id a document gives a heading, for links to it: its own `id`, else that of an `<a id>`
+/// or `<a name>` inside it, else that of the element it opens (a `<section id>` or `<div id>`
+/// whose first element it is, as Sphinx and others write them).
+fn anchor_of(heading: NodeRef<'_, Node>) -> Option<&str> {
+    let element = heading.value().as_element()?;
+    if let Some(id) = element.attr("id") {
+        return Some(id);
+    }
+    if let Some(id) = heading.descendants().find_map(|n| {
+        let e = n.value().as_element()?;
+        (e.name() == "a").then(|| e.attr("id").or_else(|| e.attr("name")))?
+    }) {
+        return Some(id);
+    }
+    let parent = heading.parent()?;
+    let first = parent.children().find(|n| n.value().is_element())?;
+    (first.id() == heading.id())
+        .then(|| parent.value().as_element()?.attr("id"))
+        .flatten()
 }
 
 fn heading_level(name: &str) -> Option<u8> {
@@ -144,12 +168,12 @@ mod tests {
             "<!doctype html><html><head><title>Help &amp; support</title>\
              <style>p{color:red}</style></head><body>\
              <nav><a href=/>Home</a></nav>\
-             <h1>Help</h1><p>Welcome to <b>our</b> help.</p>\
-             <h2>Billing</h2><p>Pay monthly.</p><ul><li>Cards</li><li>Invoices</li></ul>\
+             <h1 id=help>Help</h1><p>Welcome to <b>our</b> help.</p>\
+             <section id=billing><h2>Billing</h2><p>Pay monthly.</p><ul><li>Cards</li><li>Invoices</li></ul>\
              <script>var x = 1;</script>\
-             <h3>Cancel <em>your</em> plan</h3><p>Go to<br>Settings.</p>\
+             <h3><a name=cancel></a>Cancel <em>your</em> plan</h3><p>Go to<br>Settings.</p>\
              <pre>line one\n  line two</pre>\
-             <table><tr><td>a</td><td>b</td></tr></table></body></html>",
+             <table><tr><td>a</td><td>b</td></tr></table></section></body></html>",
         )
         .unwrap();
         assert_eq!(outline.title.as_deref(), Some("Help & support"));
@@ -163,6 +187,15 @@ mod tests {
         assert_eq!(texts[2].0, ["Help", "Billing"]);
         assert_eq!(texts[2].1, "Pay monthly.\n\nCards\n\nInvoices");
         assert_eq!(texts[3].0, ["Help", "Billing", "Cancel your plan"]);
+        let anchors: Vec<Option<&str>> = outline
+            .sections
+            .iter()
+            .map(|s| s.anchor.as_deref())
+            .collect();
+        assert_eq!(
+            anchors,
+            [None, Some("help"), Some("billing"), Some("cancel")]
+        );
         assert_eq!(
             texts[3].1,
             "Go to\nSettings.\n\nline one\n  line two\n\na b"

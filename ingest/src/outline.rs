@@ -10,6 +10,9 @@ pub(crate) struct Section {
     /// with the other sections under the same headings (a long heading over a million small
     /// sections is held once).
     pub headings: Vec<Rc<str>>,
+    /// The id the document itself gives the innermost heading (HTML's `id` attribute, a
+    /// Markdown `{#id}`), for links back to the section; `None` when it gives none.
+    pub anchor: Option<Rc<str>>,
     /// Its text: words joined by single spaces, blocks separated by a blank line.
     pub text: String,
 }
@@ -28,6 +31,8 @@ pub(crate) struct Outline {
 pub(crate) struct OutlineBuilder {
     outline: Outline,
     path: Vec<(u8, Rc<str>)>,
+    /// The anchor of the innermost heading on the path, if the document gave it one.
+    anchor: Option<Rc<str>>,
     text: TextBuf,
 }
 
@@ -67,6 +72,15 @@ impl OutlineBuilder {
             self.path.pop();
         }
         self.path.push((level, text.into()));
+        self.anchor = None;
+    }
+
+    /// The document's own id for the heading just read (see [`Section::anchor`]).
+    pub fn anchor(&mut self, id: &str) {
+        let id = id.trim();
+        if !id.is_empty() {
+            self.anchor = Some(id.into());
+        }
     }
 
     /// Sets the document's title (HTML's `<title>`), which wins over a level-1 heading.
@@ -88,6 +102,7 @@ impl OutlineBuilder {
         if !text.is_empty() {
             self.outline.sections.push(Section {
                 headings: self.path.iter().map(|(_, h)| Rc::clone(h)).collect(),
+                anchor: self.anchor.clone(),
                 text,
             });
         }
