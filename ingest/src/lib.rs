@@ -21,6 +21,8 @@ mod files;
 pub mod fuzzing;
 mod html;
 mod html_depth;
+#[cfg(test)]
+mod html_measured;
 mod ids;
 mod markdown;
 mod outline;

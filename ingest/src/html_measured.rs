@@ -1,0 +1,51 @@
+//! A measure, not a check (`#[ignore]`d: it reads a documentation set installed on the
+//! machine): the HTML reader over every page of a real Sphinx site, the time it takes and the
+//! sections and characters each page yields.
+//!
+//! ```sh
+//! TURNSTILE_HTML_DIR=/work/data/debdoc/python-flask-doc/usr/share/doc/python-flask-doc/html \
+//!     cargo test -p turnstile-ingest --lib html_measured -- --ignored --nocapture
+//! ```
+
+use std::time::{Duration, Instant};
+
+#[test]
+#[ignore = "reads a documentation set named by TURNSTILE_HTML_DIR"]
+fn read_every_page_of_a_site() {
+    let Ok(dir) = std::env::var("TURNSTILE_HTML_DIR") else {
+        eprintln!("TURNSTILE_HTML_DIR is not set");
+        return;
+    };
+    let mut pages: Vec<_> = walkdir::WalkDir::new(&dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "html"))
+        .map(|e| e.into_path())
+        .collect();
+    pages.sort();
+    let (mut spent, mut sections, mut chars) = (Duration::ZERO, 0, 0);
+    for page in &pages {
+        let source = std::fs::read_to_string(page).expect("a readable page");
+        let started = Instant::now();
+        let outline = crate::html::outline(&source).expect("a page within the bound");
+        spent += started.elapsed();
+        let text: usize = outline.sections.iter().map(|s| s.text.chars().count()).sum();
+        sections += outline.sections.len();
+        chars += text;
+        let first = outline.sections.first().map(|s| {
+            s.text.chars().take(60).collect::<String>().replace('\n', " ")
+        });
+        println!(
+            "{:>4} sections {:>7} chars  {}  first: {:?}",
+            outline.sections.len(),
+            text,
+            page.strip_prefix(&dir).unwrap_or(page).display(),
+            first.unwrap_or_default()
+        );
+    }
+    println!(
+        "{} pages, {sections} sections, {chars} characters, read in {:.1} ms",
+        pages.len(),
+        spent.as_secs_f64() * 1e3
+    );
+}
