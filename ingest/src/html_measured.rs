@@ -6,6 +6,9 @@
 //! TURNSTILE_HTML_DIR=/work/data/debdoc/python-flask-doc/usr/share/doc/python-flask-doc/html \
 //!     cargo test -p turnstile-ingest --lib html_measured -- --ignored --nocapture
 //! ```
+//!
+//! With `TURNSTILE_HTML_SHOW=quickstart.html` (a page's path under the folder), that page's
+//! sections are printed whole.
 
 use std::time::{Duration, Instant};
 
@@ -29,11 +32,26 @@ fn read_every_page_of_a_site() {
         let started = Instant::now();
         let outline = crate::html::outline(&source).expect("a page within the bound");
         spent += started.elapsed();
-        let text: usize = outline.sections.iter().map(|s| s.text.chars().count()).sum();
+        let text: usize = outline
+            .sections
+            .iter()
+            .map(|s| s.text.chars().count())
+            .sum();
+        if std::env::var_os("TURNSTILE_HTML_SHOW")
+            .is_some_and(|show| page.ends_with(std::path::Path::new(&show)))
+        {
+            for s in &outline.sections {
+                println!("## {:?} #{:?}\n{}\n", s.headings, s.anchor, s.text);
+            }
+        }
         sections += outline.sections.len();
         chars += text;
         let first = outline.sections.first().map(|s| {
-            s.text.chars().take(60).collect::<String>().replace('\n', " ")
+            s.text
+                .chars()
+                .take(60)
+                .collect::<String>()
+                .replace('\n', " ")
         });
         println!(
             "{:>4} sections {:>7} chars  {}  first: {:?}",

@@ -22,8 +22,11 @@ pub mod fuzzing;
 mod html;
 mod html_depth;
 #[cfg(test)]
+mod html_extracted;
+#[cfg(test)]
 mod html_measured;
 mod ids;
+mod main_content;
 mod markdown;
 mod outline;
 mod passage;
@@ -33,6 +36,7 @@ mod pathological;
 mod rows_built;
 mod summary;
 mod table;
+mod table_text;
 mod text;
 
 pub use build::{BuildArgs, BuildError, build};
