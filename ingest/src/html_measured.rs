@@ -8,7 +8,7 @@
 //! ```
 //!
 //! With `TURNSTILE_HTML_SHOW=quickstart.html` (a page's path under the folder), that page's
-//! sections are printed whole.
+//! sections are printed whole (`*`: every page's).
 
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,7 @@ fn read_every_page_of_a_site() {
             .map(|s| s.text.chars().count())
             .sum();
         if std::env::var_os("TURNSTILE_HTML_SHOW")
-            .is_some_and(|show| page.ends_with(std::path::Path::new(&show)))
+            .is_some_and(|show| show == "*" || page.ends_with(std::path::Path::new(&show)))
         {
             for s in &outline.sections {
                 println!("## {:?} #{:?}\n{}\n", s.headings, s.anchor, s.text);
@@ -65,5 +65,30 @@ fn read_every_page_of_a_site() {
         "{} pages, {sections} sections, {chars} characters, read in {:.1} ms",
         pages.len(),
         spent.as_secs_f64() * 1e3
+    );
+}
+
+/// The reader's time on a large page (14 MiB: 200,000 paragraphs, each in a list item with a
+/// link), the kind of size a generated single-page manual reaches.
+#[test]
+#[ignore = "a measure: prints the time"]
+fn read_a_large_page() {
+    let mut page = String::from("<html><body><nav><ul>");
+    page.push_str(&"<li><a href=#x>Chapter</a></li>".repeat(10_000));
+    page.push_str("</ul></nav><div>");
+    for i in 0..200_000 {
+        page.push_str(&format!(
+            "<p>Paragraph {i}, with some words, and a <a href=#p{i}>link</a>.</p>\n"
+        ));
+    }
+    page.push_str("</div></body></html>");
+    let started = Instant::now();
+    let outline = crate::html::outline(&page).expect("a page within the bound");
+    println!(
+        "{} MiB page: {} sections, {} characters, read in {:.1} s",
+        page.len() >> 20,
+        outline.sections.len(),
+        outline.sections.iter().map(|s| s.text.len()).sum::<usize>(),
+        started.elapsed().as_secs_f64()
     );
 }
