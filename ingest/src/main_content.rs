@@ -7,6 +7,7 @@
 //! A page where no block scores (a short one) is read whole, without that furniture.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use ego_tree::{NodeId, NodeRef};
 use scraper::node::Element;
@@ -85,6 +86,29 @@ const LINK_BLOCKS: [&str; 6] = ["ul", "ol", "dl", "div", "table", "menu"];
 /// Text that is a section's prose (Readability scores these).
 const PROSE: [&str; 4] = ["p", "pre", "td", "blockquote"];
 
+/// A map keyed by node: a node's id is an index into its tree, so it is its own hash (spread
+/// by Fibonacci hashing), at a fraction of SipHash's cost on every element of a page.
+type NodeMap<V> = HashMap<NodeId, V, BuildHasherDefault<IndexHasher>>;
+
+#[derive(Default)]
+struct IndexHasher(u64);
+
+impl Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// What a subtree holds: characters of text, of them in links, commas, and whether it holds
 /// a heading or a code block.
 #[derive(Debug, Default, Clone, Copy)]
@@ -119,14 +143,14 @@ impl Counts {
 pub(crate) struct Content<'a> {
     /// Subtrees to read, in document order.
     pub roots: Vec<NodeRef<'a, Node>>,
-    counts: HashMap<NodeId, Counts>,
+    counts: NodeMap<Counts>,
 }
 
 impl<'a> Content<'a> {
     /// The main content of `document`.
     pub fn of(document: &'a Html) -> Self {
         let root = document.tree.root();
-        let mut counts = HashMap::new();
+        let mut counts = NodeMap::default();
         count(root, false, &mut counts, 0);
         let mut content = Content {
             roots: Vec::new(),
@@ -171,7 +195,7 @@ impl<'a> Content<'a> {
     /// a block's score is cut by its share of link text; the best block is read with those of
     /// its siblings that score near it, hold prose with few links, or are headings.
     fn best_block(&self, root: NodeRef<'a, Node>) -> Vec<NodeRef<'a, Node>> {
-        let mut scores: HashMap<NodeId, f64> = HashMap::new();
+        let mut scores: NodeMap<f64> = NodeMap::default();
         self.score(root, &mut scores, 0);
         let best = scores
             .iter()
@@ -222,7 +246,7 @@ impl<'a> Content<'a> {
             .collect()
     }
 
-    fn score(&self, node: NodeRef<'a, Node>, scores: &mut HashMap<NodeId, f64>, depth: usize) {
+    fn score(&self, node: NodeRef<'a, Node>, scores: &mut NodeMap<f64>, depth: usize) {
         if depth > MAX_DEPTH {
             return;
         }
@@ -285,10 +309,7 @@ fn initial_score(element: &Element) -> f64 {
 /// `#main-content` with the most text, or, within it, the innermost one that holds at least
 /// half its text; else the page's one `<article>`. `None` when it marks none, or when what it
 /// marks holds no text.
-fn marked_main<'a>(
-    root: NodeRef<'a, Node>,
-    counts: &HashMap<NodeId, Counts>,
-) -> Option<NodeRef<'a, Node>> {
+fn marked_main<'a>(root: NodeRef<'a, Node>, counts: &NodeMap<Counts>) -> Option<NodeRef<'a, Node>> {
     let text = |n: &NodeRef<'_, Node>| counts.get(&n.id()).map_or(0, |c| c.text);
     let visible = |n: &NodeRef<'_, Node>| {
         !n.ancestors()
@@ -338,7 +359,7 @@ fn marked_main<'a>(
 fn count(
     node: NodeRef<'_, Node>,
     in_link: bool,
-    counts: &mut HashMap<NodeId, Counts>,
+    counts: &mut NodeMap<Counts>,
     depth: usize,
 ) -> Counts {
     let mut total = Counts::default();
