@@ -9,7 +9,7 @@ use ego_tree::NodeRef;
 use scraper::{Html, Node};
 
 use crate::html_depth::{MAX_DEPTH, parse_within_depth};
-use crate::main_content::{Content, DROPPED, heading_level, is_permalink};
+use crate::main_content::{Content, DROPPED, heading_level, is_furniture, is_permalink};
 use crate::outline::{Outline, OutlineBuilder, collapse};
 
 /// Elements that end a block (the text after them starts a new one).
@@ -137,8 +137,8 @@ impl Walk<'_, '_> {
     }
 }
 
-/// A code block's text, as written: its lines, `<br>` as a line end (line numbers and what
-/// is never text left out).
+/// A code block's text, as written: its lines, `<br>` as a line end (line numbers, buttons
+/// and what is never text left out).
 fn code_of(pre: NodeRef<'_, Node>) -> String {
     fn gather(node: NodeRef<'_, Node>, out: &mut String, depth: usize) {
         if depth > MAX_DEPTH {
@@ -148,10 +148,12 @@ fn code_of(pre: NodeRef<'_, Node>) -> String {
             match child.value() {
                 Node::Text(text) => out.push_str(text),
                 Node::Element(e) if e.name() == "br" => out.push('\n'),
-                Node::Element(e)
-                    if !DROPPED.contains(&e.name())
-                        && !e.classes().any(|c| c.starts_with("lineno")) =>
-                {
+                Node::Element(e) if !DROPPED.contains(&e.name()) && !is_furniture(child, e) => {
+                    // A second `<code>` in one block (Node's docs: one for each module
+                    // system) starts on a line of its own.
+                    if e.name() == "code" && !out.is_empty() && !out.ends_with('\n') {
+                        out.push('\n');
+                    }
                     gather(child, out, depth + 1)
                 }
                 _ => {}
@@ -165,7 +167,8 @@ fn code_of(pre: NodeRef<'_, Node>) -> String {
 
 /// The language a code block's classes name: `language-x`, `lang-x` or `highlight-x` on the
 /// `<pre>`, on a `<code>` in it, or on one of its three nearest ancestors (Sphinx's
-/// `div.highlight-python`), or a `data-lang`; empty when none does (or Sphinx's `default`).
+/// `div.highlight-python`), or a `data-lang`, or rustdoc's bare `rust`; empty when none does
+/// (or Sphinx's `default`).
 fn language_of(pre: NodeRef<'_, Node>) -> String {
     let code = pre
         .children()
@@ -185,6 +188,12 @@ fn language_of(pre: NodeRef<'_, Node>) -> String {
                     })
                 })
                 .or_else(|| e.attr("data-lang"))
+        })
+        .or_else(|| {
+            // rustdoc's `<pre class="rust">`, with no prefix.
+            let e = pre.value().as_element()?;
+            e.has_class("rust", scraper::CaseSensitivity::AsciiCaseInsensitive)
+                .then_some("rust")
         })
         .unwrap_or_default();
     let language: String = named

@@ -99,14 +99,17 @@ fn a_nav_heavy_page_yields_only_its_article() {
 }
 
 /// The same furniture marked as HTML marks it (`<header>`, `<nav>`, `<aside>`, `<footer>`,
-/// roles, `hidden`), around an `<article>` with a header of its own, which is kept.
+/// roles, `hidden`), around an `<article>` with a header of its own, which is kept; in it, a
+/// `javascript:` control and DocBook's `navfooter` go.
 #[test]
 fn marked_furniture_goes_and_an_articles_header_stays() {
     let page = "<body><header><a href=/>Acme</a><nav><a href=/docs>Docs</a></nav></header>\
         <div role=banner>Summer sale</div><aside><h3>Related</h3><p>Other plans</p></aside>\
         <article><header><h1>Plans</h1><p>Updated in May.</p></header>\
         <p>Three plans.</p><div hidden>Old plans</div><div aria-hidden=true>Decoration</div>\
-        <div style=\"display: none\">Draft</div><footer>Written by the billing team.</footer></article>\
+        <div style=\"display: none\">Draft</div><a href=\"javascript:void(0)\">[−]</a>\
+        <div class=navfooter><a href=prev.html>Prev</a> Chapter two, on the older plans and how to move off them <a href=next.html>Next</a></div>\
+        <footer>Written by the billing team.</footer></article>\
         <div role=contentinfo>Contact us</div><footer>© Acme</footer></body>";
     let read = outline(page);
     assert_eq!(
@@ -250,6 +253,9 @@ fn a_short_page_is_read_and_never_emptied() {
 #[test]
 fn code_languages_and_tables() {
     let page = "<main><pre class=lang-sh>make</pre><pre data-lang=go>x := 1</pre>\
+        <pre class=\"rust rust-example-rendered\"><code>let x = 1;</code></pre>\
+        <pre><code class=\"language-js mjs\">import a from 'a';</code><code class=\"language-js cjs\">\
+        const a = require('a');</code><button class=copy-button>copy</button></pre>\
         <div class=highlight-default><div class=highlight><pre>print(1)</pre></div></div>\
         <table><tr><td>a</td><td></td><td>b</td></tr><tr><td>c<table><tr><td>inner</td></tr></table></td></tr></table>\
         <table><tr><th>Name</th><th>Value</th></tr><tr><td>x</td><td>1</td></tr></table>\
@@ -258,7 +264,8 @@ fn code_languages_and_tables() {
     let read = outline(page);
     assert_eq!(
         all_text(&read),
-        "\n```sh\nmake\n```\n\n```go\nx := 1\n```\n\n```\nprint(1)\n```\n\n\
+        "\n```sh\nmake\n```\n\n```go\nx := 1\n```\n\n```rust\nlet x = 1;\n```\n\n\
+         ```js\nimport a from 'a';\nconst a = require('a');\n```\n\n```\nprint(1)\n```\n\n\
          a | b\nc inner\n\nName: x; Value: 1\n\nleft right\n\
          Laid out\nBy a table.\n"
     );

@@ -39,9 +39,11 @@ const FURNITURE_ROLES: [&str; 10] = [
 
 /// Words of an `id` or `class` that say an element is furniture (as Readability's "unlikely
 /// candidates"), matched as whole words: `site-nav` and `sphinxsidebar` are, `canvas` is not.
-const UNLIKELY: [&str; 35] = [
+const UNLIKELY: [&str; 37] = [
     "nav",
     "navbar",
+    "navheader",
+    "navfooter",
     "navigation",
     "menu",
     "menubar",
@@ -423,8 +425,13 @@ pub(crate) fn is_furniture(node: NodeRef<'_, Node>, element: &Element) -> bool {
     }
     if name == "a" {
         // Links are read for their text wherever they are (as Readability does), but for
-        // permalinks.
-        return is_permalink(node, element);
+        // permalinks and controls (`javascript:` links: rustdoc's `[−]`).
+        return is_permalink(node, element)
+            || element.attr("href").is_some_and(|h| {
+                h.trim_start()
+                    .get(..11)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("javascript:"))
+            });
     }
     if matches!(name, "body" | "html" | "main" | "article") {
         return false;
