@@ -8,7 +8,8 @@
 //! ```
 //!
 //! With `TURNSTILE_HTML_SHOW=quickstart.html` (a page's path under the folder), that page's
-//! sections are printed whole (`*`: every page's).
+//! sections are printed whole (`*`: every page's); with `TURNSTILE_HTML_PASSAGES=1`, every
+//! passage, one a line.
 
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,11 @@ fn read_every_page_of_a_site() {
         .map(|e| e.into_path())
         .collect();
     pages.sort();
-    let (mut spent, mut sections, mut chars) = (Duration::ZERO, 0, 0);
+    let (mut spent, mut sections, mut chars, mut passages) = (Duration::ZERO, 0, 0, 0);
+    let cut = crate::passage::Cut {
+        max_chars: crate::passage::DEFAULT_MAX_CHARS,
+        overlap: crate::passage::DEFAULT_OVERLAP,
+    };
     for page in &pages {
         let source = std::fs::read_to_string(page).expect("a readable page");
         let started = Instant::now();
@@ -45,6 +50,19 @@ fn read_every_page_of_a_site() {
             }
         }
         sections += outline.sections.len();
+        crate::emit::document_passages(
+            &source,
+            crate::files::Format::Html,
+            "page",
+            cut,
+            &mut |p| {
+                passages += 1;
+                if std::env::var_os("TURNSTILE_HTML_PASSAGES").is_some() {
+                    println!("@@ {} {}", p.id, p.text.replace('\n', " "));
+                }
+            },
+        )
+        .expect("a page read");
         chars += text;
         let first = outline.sections.first().map(|s| {
             s.text
@@ -62,8 +80,10 @@ fn read_every_page_of_a_site() {
         );
     }
     println!(
-        "{} pages, {sections} sections, {chars} characters, read in {:.1} ms",
+        "{} pages, {sections} sections, {passages} passages (of at most {} characters), \
+         {chars} characters, read in {:.1} ms",
         pages.len(),
+        cut.max_chars,
         spent.as_secs_f64() * 1e3
     );
 }
