@@ -21,7 +21,12 @@ mod files;
 pub mod fuzzing;
 mod html;
 mod html_depth;
+#[cfg(test)]
+mod html_extracted;
+#[cfg(test)]
+mod html_measured;
 mod ids;
+mod main_content;
 mod markdown;
 mod outline;
 mod passage;
@@ -31,6 +36,7 @@ mod pathological;
 mod rows_built;
 mod summary;
 mod table;
+mod table_text;
 mod text;
 
 pub use build::{BuildArgs, BuildError, build};
