@@ -1,6 +1,9 @@
 //! `turnstile corpus build SRC… --out FILE`: every input's passages, written in order to a
 //! corpus file, checked by the corpus's own loader before it replaces `FILE`.
 
+mod check;
+mod reuse;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::ops::ControlFlow;
@@ -11,6 +14,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use tempfile::NamedTempFile;
+use xxhash_rust::xxh3::{Xxh3, xxh3_128};
 
 use turnstile_corpus::MAX_CORPUS_BYTES;
 
@@ -18,8 +22,9 @@ use crate::durable;
 use crate::emit::{MAX_ID_BYTES, Passage, document_passages, row_passages};
 use crate::files::{self, Input, Skipped};
 use crate::ids::Ids;
+use crate::manifest::{self, Entry, Last};
 use crate::passage::{self, Cut};
-use crate::summary::{BadRow, MAX_LISTED, Summary};
+use crate::summary::{BadRow, Changes, MAX_LISTED, Summary};
 use crate::table::{self, Columns};
 
 /// `turnstile corpus build`'s arguments.
@@ -58,6 +63,11 @@ pub struct BuildArgs {
     /// file and line, and keep the good ones. Without it, the first bad row stops the build.
     #[arg(long)]
     pub skip_bad_rows: bool,
+    /// Read every file again: reuse nothing of the last build to `--out`. Without it, a file
+    /// unchanged since then (its content hash in `FILE.manifest`, written beside the output)
+    /// has its passages copied from the last output, when the settings are the same.
+    #[arg(long)]
+    pub full: bool,
 }
 
 #[cfg(test)]
@@ -73,6 +83,7 @@ impl BuildArgs {
             title_column: "title".into(),
             text_column: "text".into(),
             skip_bad_rows: false,
+            full: false,
         }
     }
 }
@@ -166,12 +177,13 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     }
     let mut inputs = Vec::new();
     let mut skipped = Vec::new();
-    for source in &args.sources {
-        let (found, passed) =
-            files::find(std::slice::from_ref(source)).map_err(|e| BuildError::Source {
-                path: source.clone(),
-                source: e,
-            })?;
+    let prefixes =
+        files::prefixes(&args.sources).map_err(|(path, source)| BuildError::Source { path, source })?;
+    for (source, prefix) in args.sources.iter().zip(&prefixes) {
+        let (found, passed) = files::find(source, prefix).map_err(|e| BuildError::Source {
+            path: source.clone(),
+            source: e,
+        })?;
         inputs.extend(found);
         skipped.extend(passed);
     }
@@ -210,6 +222,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         writer: Writer {
             out: std::io::BufWriter::with_capacity(1 << 20, partial),
             hash: Sha256::new(),
+            xxh3: Xxh3::new(),
             bytes: 0,
             ids: Ids::new(&spill_dir),
             passages: 0,
@@ -220,7 +233,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bad_rows: 0,
         bad_rows_listed: Vec::new(),
         bar,
+        converted: BTreeMap::new(),
+        entries: Vec::new(),
+        changes: Changes::default(),
+        last: None,
     };
+    match manifest::last(args) {
+        Ok(last) => run.last = Some(last),
+        Err(why) => run.changes.full = Some(why),
+    }
     let result = (|| {
         for at in 0..inputs.len() {
             run.file(at)?;
@@ -243,8 +264,13 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         empty_rows,
         bad_rows,
         bad_rows_listed,
+        converted,
+        entries,
+        mut changes,
+        last,
         ..
     } = run;
+    changes.removed = last.map_or(0, |last| last.entries.len());
     result?;
     if writer.passages == 0 {
         return Err(BuildError::Empty(format!(
@@ -260,7 +286,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     if let Some(twice) = writer.ids.duplicate().map_err(write_error(&spill_dir))? {
         let path_of = |input: u32| inputs[input as usize].path.clone();
         return Err(BuildError::DuplicateId {
-            id: id_at(&partial_path, twice.second.0).map_err(write_error(&partial_path))?,
+            id: check::id_at(&partial_path, twice.second.0).map_err(write_error(&partial_path))?,
             first: path_of(twice.first.1),
             second: path_of(twice.second.1),
         });
@@ -269,9 +295,13 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         path: partial_path.clone(),
         source: e.into_error(),
     })?;
-    loads(&partial_path)?;
+    check::loads(&partial_path)?;
     durable::persist(partial, &args.out)
         .map_err(|(path, source)| BuildError::Write { path, source })?;
+    let output_xxh3 = format!("{:032x}", writer.xxh3.digest128());
+    let settings = manifest::settings(args);
+    changes.manifest_not_written =
+        manifest::write(&args.out, settings, output_xxh3, writer.bytes, &entries).err();
     Ok(Summary {
         out: args.out.clone(),
         read,
@@ -282,6 +312,8 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         passages: writer.passages,
         bytes: writer.bytes,
         sha256: hex::encode(writer.hash.finalize()),
+        converted,
+        changes,
     })
 }
 
@@ -299,6 +331,13 @@ struct Run<'a> {
     bad_rows_listed: Vec<BadRow>,
     /// On a terminal, for many files or large ones: bytes read.
     bar: Option<indicatif::ProgressBar>,
+    /// Documents read from other encodings, by encoding.
+    converted: BTreeMap<&'static str, usize>,
+    /// The manifest's entries of the files written so far.
+    entries: Vec<Entry>,
+    changes: Changes,
+    /// The last build to the same output, when its passages can be reused.
+    last: Option<Last>,
 }
 
 /// Inputs of at least this many bytes show a progress bar (as do 50 files or more).
@@ -317,13 +356,26 @@ impl Run<'_> {
         if let Some(bar) = &self.bar {
             bar.inc(input.len);
         }
-        let source = match files::read(&input.path) {
-            Ok(source) => source,
+        let bytes = match files::read_bytes(&input.path) {
+            Ok(bytes) => bytes,
             Err(why) => {
                 self.skipped.push(files::skip(&input.path, why));
                 return Ok(());
             }
         };
+        let hash = xxh3_128(&bytes);
+        if self.reused(at, || Ok(hash))? {
+            return Ok(());
+        }
+        let (source, converted) = match files::text(&bytes, input.format) {
+            Ok(text) => text,
+            Err(why) => {
+                self.skipped.push(files::skip(&input.path, why));
+                return Ok(());
+            }
+        };
+        drop(bytes);
+        let mark = self.mark();
         // Each passage written as it is cut; the first write that fails stops the build.
         let mut failed = None;
         let (writer, skipped, inputs) = (&mut self.writer, &mut self.skipped, self.inputs);
@@ -346,7 +398,13 @@ impl Run<'_> {
         }
         match outcome {
             Err(why) => self.skipped.push(files::skip(&input.path, why)),
-            Ok(()) => *self.read.entry(input.format.kind()).or_insert(0) += 1,
+            Ok(()) => {
+                *self.read.entry(input.format.kind()).or_insert(0) += 1;
+                if let Some(from) = converted {
+                    *self.converted.entry(from).or_insert(0) += 1;
+                }
+                self.record(at, hash, mark);
+            }
         }
         Ok(())
     }
@@ -361,12 +419,20 @@ impl Run<'_> {
         };
         // A table that cannot be opened is passed over, as a document that cannot be read; one
         // that fails while it is read stops the build (some of its rows are written).
+        if self.reused(at, || reuse::file_hash(&input.path))? {
+            if let Some(bar) = &self.bar {
+                bar.inc(input.len);
+            }
+            return Ok(());
+        }
+        let mark = self.mark();
+        let hashed = reuse::Hashed::default();
         let opened = std::fs::File::open(&input.path).and_then(|file| {
             let file: Box<dyn std::io::Read> = match &self.bar {
                 Some(bar) => Box::new(bar.wrap_read(file)),
                 None => Box::new(file),
             };
-            files::buffered(file)
+            crate::encoding::table_reader(hashed.reader(file))
         });
         let mut reader = match opened {
             Ok(reader) => reader,
@@ -437,7 +503,11 @@ impl Run<'_> {
         if let Some(e) = failed {
             return Err(e);
         }
+        // A table the parse left early (a header without the text column) is hashed whole.
+        std::io::copy(&mut reader, &mut std::io::sink()).map_err(source_error)?;
+        let hash = hashed.digest();
         *self.read.entry(kind).or_insert(0) += 1;
+        self.record(at, hash, mark);
         Ok(())
     }
 }
@@ -445,6 +515,8 @@ impl Run<'_> {
 struct Writer {
     out: std::io::BufWriter<NamedTempFile>,
     hash: Sha256,
+    /// The output's xxh3-128 (the manifest's name for it).
+    xxh3: Xxh3,
     bytes: u64,
     /// Every id written, checked for repeats once all are ([`Ids`]: bounded memory).
     ids: Ids,
@@ -454,7 +526,6 @@ struct Writer {
 impl Writer {
     /// Writes `p`, a passage of `inputs[at]`.
     fn write(&mut self, p: &Passage, at: usize, inputs: &[Input]) -> Result<(), BuildError> {
-        let input = &inputs[at];
         let mut line = serde_json::to_vec(&Line {
             id: &p.id,
             kind: p.kind,
@@ -463,87 +534,39 @@ impl Writer {
         })
         .map_err(|e| BuildError::Settings(e.to_string()))?;
         line.push(b'\n');
+        self.write_line(&line, &p.id, at, inputs)
+    }
+
+    /// Writes `line` (a passage's, `\n` included), whose id is `id`, of `inputs[at]`.
+    fn write_line(
+        &mut self,
+        line: &[u8],
+        id: &str,
+        at: usize,
+        inputs: &[Input],
+    ) -> Result<(), BuildError> {
+        let input = &inputs[at];
         if self.bytes + line.len() as u64 > MAX_CORPUS_BYTES {
             return Err(BuildError::TooLarge);
         }
         let number = u32::try_from(self.passages).map_err(|_| BuildError::TooLarge)?;
         let index = u32::try_from(at).unwrap_or(u32::MAX);
         self.ids
-            .add(&p.id, number, index)
+            .add(id, number, index)
             .map_err(|source| BuildError::Write {
                 path: input.path.clone(),
                 source,
             })?;
         self.out
-            .write_all(&line)
+            .write_all(line)
             .map_err(|source| BuildError::Write {
                 path: input.path.clone(),
                 source,
             })?;
-        self.hash.update(&line);
+        self.hash.update(line);
+        self.xxh3.update(line);
         self.bytes += line.len() as u64;
         self.passages += 1;
         Ok(())
-    }
-}
-
-/// The id of the `n`th (0-based) line of the corpus written to `path`.
-fn id_at(path: &Path, n: u32) -> std::io::Result<String> {
-    #[derive(serde::Deserialize)]
-    struct Id {
-        id: String,
-    }
-    let mut file = std::io::BufReader::new(std::fs::File::open(path)?);
-    let mut line = Vec::new();
-    for _ in 0..=n {
-        line.clear();
-        file.read_until(b'\n', &mut line)?;
-    }
-    let id: Id = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
-    Ok(id.id)
-}
-
-/// Bytes of the written corpus checked at a time, at most (whole lines; a line may pass it).
-/// The loader holds a piece's documents and ids besides its bytes: about three times as much.
-const CHECKED_BYTES: usize = 16 << 20;
-
-/// Lines of the written corpus checked at a time, at most: short lines cost more per byte in
-/// the loader (each document and id allocated on its own).
-const CHECKED_LINES: usize = 1 << 16;
-
-/// The server's own loader, on the bytes written: what `serve --corpus` will accept. Read in
-/// pieces of whole lines, so the check holds a piece, not the corpus (the writer has made sure
-/// that no id comes twice across pieces); a refusal names the line of the whole file.
-fn loads(path: &Path) -> Result<(), BuildError> {
-    use std::io::BufRead;
-    let error = |source| BuildError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(error)?);
-    let mut piece = Vec::new();
-    let mut lines_before = 0;
-    loop {
-        piece.clear();
-        let mut lines = 0;
-        while piece.len() < CHECKED_BYTES && lines < CHECKED_LINES {
-            if file.read_until(b'\n', &mut piece).map_err(error)? == 0 {
-                break;
-            }
-            lines += 1;
-        }
-        if piece.is_empty() {
-            return Ok(());
-        }
-        turnstile_corpus::load_documents(&piece).map_err(|e| match e {
-            turnstile_corpus::CorpusError::BadDocument { line, reason } => {
-                turnstile_corpus::CorpusError::BadDocument {
-                    line: line + lines_before,
-                    reason,
-                }
-            }
-            other => other,
-        })?;
-        lines_before += lines;
     }
 }

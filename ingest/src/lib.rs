@@ -15,6 +15,7 @@
 mod build;
 mod durable;
 mod emit;
+mod encoding;
 mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -22,6 +23,7 @@ pub mod fuzzing;
 mod html;
 mod html_depth;
 mod ids;
+mod manifest;
 mod markdown;
 mod outline;
 mod passage;
@@ -35,4 +37,5 @@ mod text;
 
 pub use build::{BuildArgs, BuildError, build};
 pub use passage::{DEFAULT_MAX_CHARS, DEFAULT_OVERLAP};
-pub use summary::{BadRow, Summary};
+pub use manifest::path_of as manifest_path;
+pub use summary::{BadRow, Changes, Summary};
