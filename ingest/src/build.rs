@@ -1,9 +1,6 @@
 //! `turnstile corpus build SRC… --out FILE`: every input's passages, written in order to a
 //! corpus file, checked by the corpus's own loader before it replaces `FILE`.
 
-mod check;
-mod reuse;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::ops::ControlFlow;
@@ -18,13 +15,16 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_128};
 
 use turnstile_corpus::MAX_CORPUS_BYTES;
 
+use crate::check;
 use crate::durable;
 use crate::emit::{MAX_ID_BYTES, Passage, document_passages, row_passages};
+pub use crate::error::BuildError;
 use crate::files::{self, Input, Skipped};
 use crate::ids::Ids;
-use crate::manifest::{self, Entry, Last};
+use crate::manifest;
 use crate::passage::{self, Cut};
-use crate::summary::{BadRow, Changes, MAX_LISTED, Summary};
+use crate::reuse::{self, Hashed, Mark, Reuse};
+use crate::summary::{BadRow, MAX_LISTED, Summary};
 use crate::table::{self, Columns};
 
 /// `turnstile corpus build`'s arguments.
@@ -89,6 +89,20 @@ impl BuildArgs {
 }
 
 impl BuildArgs {
+    /// The settings that may change what a file gives, described: every flag but the sources,
+    /// `--out` and `--full`, so that a flag added later counts (in the manifest's settings
+    /// hash: a change of them reads every file again) without anything to do here. A new flag
+    /// that changes no passage is cleared here.
+    pub(crate) fn shaping(&self) -> String {
+        let shaping = Self {
+            sources: Vec::new(),
+            out: PathBuf::new(),
+            full: false,
+            ..self.clone()
+        };
+        format!("{shaping:?}")
+    }
+
     /// What is wrong with `--overlap` beside `--max-chars`, if anything (each flag's own bounds
     /// are its parser's): the check across settings, said without the flag's name.
     pub fn overlap_problem(&self) -> Option<String> {
@@ -99,65 +113,6 @@ impl BuildArgs {
             )
         })
     }
-}
-
-/// Why a build stopped (the output file is left as it was).
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// A source cannot be read.
-    #[error("{}: {source}", .path.display())]
-    Source {
-        /// The source.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Settings that do not go together.
-    #[error("{0}")]
-    Settings(String),
-    /// A row of a table cannot be read (without `--skip-bad-rows`).
-    #[error(
-        "{}: line {line}: {why} (--skip-bad-rows leaves such rows out and keeps the others)",
-        .path.display()
-    )]
-    BadRow {
-        /// The table.
-        path: PathBuf,
-        /// The line (1-based) the row starts on.
-        line: usize,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// Two passages would have the same id.
-    #[error("id {id:?} comes from both {} and {}", .first.display(), .second.display())]
-    DuplicateId {
-        /// The id.
-        id: String,
-        /// The file that gave it first.
-        first: PathBuf,
-        /// The file that gave it again.
-        second: PathBuf,
-    },
-    /// Nothing to write.
-    #[error("no passages: {0}")]
-    Empty(String),
-    /// The output cannot be written.
-    #[error("{}: {source}", .path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The corpus would pass what `serve --corpus` loads.
-    #[error(
-        "the corpus would pass {} GiB of JSON Lines, the most `serve --corpus` loads",
-        MAX_CORPUS_BYTES >> 30
-    )]
-    TooLarge,
-    /// The corpus's loader refused what was built (a bug of the builder).
-    #[error("the built corpus does not load: {0}")]
-    Invalid(#[from] turnstile_corpus::CorpusError),
 }
 
 /// One line of the corpus file, its keys in the loader's order.
@@ -177,8 +132,8 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     }
     let mut inputs = Vec::new();
     let mut skipped = Vec::new();
-    let prefixes =
-        files::prefixes(&args.sources).map_err(|(path, source)| BuildError::Source { path, source })?;
+    let prefixes = files::prefixes(&args.sources)
+        .map_err(|(path, source)| BuildError::Source { path, source })?;
     for (source, prefix) in args.sources.iter().zip(&prefixes) {
         let (found, passed) = files::find(source, prefix).map_err(|e| BuildError::Source {
             path: source.clone(),
@@ -234,14 +189,8 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bad_rows_listed: Vec::new(),
         bar,
         converted: BTreeMap::new(),
-        entries: Vec::new(),
-        changes: Changes::default(),
-        last: None,
+        reuse: Reuse::new(&args.out, args.full, &manifest::settings(&args.shaping())),
     };
-    match manifest::last(args) {
-        Ok(last) => run.last = Some(last),
-        Err(why) => run.changes.full = Some(why),
-    }
     let result = (|| {
         for at in 0..inputs.len() {
             run.file(at)?;
@@ -265,12 +214,11 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bad_rows,
         bad_rows_listed,
         converted,
-        entries,
-        mut changes,
-        last,
+        reuse,
         ..
     } = run;
-    changes.removed = last.map_or(0, |last| last.entries.len());
+    let mut changes = reuse.changes.clone();
+    changes.removed = reuse.removed();
     result?;
     if writer.passages == 0 {
         return Err(BuildError::Empty(format!(
@@ -299,9 +247,15 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     durable::persist(partial, &args.out)
         .map_err(|(path, source)| BuildError::Write { path, source })?;
     let output_xxh3 = format!("{:032x}", writer.xxh3.digest128());
-    let settings = manifest::settings(args);
-    changes.manifest_not_written =
-        manifest::write(&args.out, settings, output_xxh3, writer.bytes, &entries).err();
+    let settings = manifest::settings(&args.shaping());
+    changes.manifest_not_written = manifest::write(
+        &args.out,
+        settings,
+        output_xxh3,
+        writer.bytes,
+        &reuse.entries,
+    )
+    .err();
     Ok(Summary {
         out: args.out.clone(),
         read,
@@ -333,11 +287,8 @@ struct Run<'a> {
     bar: Option<indicatif::ProgressBar>,
     /// Documents read from other encodings, by encoding.
     converted: BTreeMap<&'static str, usize>,
-    /// The manifest's entries of the files written so far.
-    entries: Vec<Entry>,
-    changes: Changes,
-    /// The last build to the same output, when its passages can be reused.
-    last: Option<Last>,
+    /// The last build's passages to copy, this one's manifest.
+    reuse: Reuse,
 }
 
 /// Inputs of at least this many bytes show a progress bar (as do 50 files or more).
@@ -347,6 +298,44 @@ const PROGRESS_BYTES: u64 = 64 << 20;
 const PROGRESS_PASSAGES: usize = 1 << 12;
 
 impl Run<'_> {
+    fn mark(&self) -> Mark {
+        Mark {
+            bytes: self.writer.bytes,
+            passages: self.writer.passages,
+            bad_rows: self.bad_rows,
+            empty_rows: self.empty_rows,
+        }
+    }
+
+    fn record(&mut self, at: usize, hash: u128, from: Mark) {
+        let to = self.mark();
+        self.reuse.record(&self.inputs[at], hash, from, to);
+    }
+
+    /// Whether `inputs[at]` is unchanged since the last build ([`Reuse::unchanged`]): then its
+    /// passages are copied from the last output, counted, and it is not to be read.
+    fn reused(
+        &mut self,
+        at: usize,
+        hash: impl FnOnce() -> std::io::Result<u128>,
+    ) -> Result<bool, BuildError> {
+        let input = &self.inputs[at];
+        let Some(entry) = self.reuse.unchanged(input, hash) else {
+            return Ok(false);
+        };
+        let (from, inputs) = (self.writer.bytes, self.inputs);
+        let writer = &mut self.writer;
+        self.reuse.copy(&entry, &self.args.out, |line, id| {
+            writer.write_line(line, id, at, inputs)
+        })?;
+        let (bad_rows, empty_rows) = (entry.bad_rows, entry.empty_rows);
+        self.reuse.copied(entry, from, self.writer.bytes);
+        self.bad_rows += bad_rows;
+        self.empty_rows += empty_rows;
+        *self.read.entry(input.format.kind()).or_insert(0) += 1;
+        Ok(true)
+    }
+
     /// Reads `inputs[at]` and writes its passages.
     fn file(&mut self, at: usize) -> Result<(), BuildError> {
         let input = &self.inputs[at];
@@ -426,7 +415,7 @@ impl Run<'_> {
             return Ok(());
         }
         let mark = self.mark();
-        let hashed = reuse::Hashed::default();
+        let hashed = Hashed::default();
         let opened = std::fs::File::open(&input.path).and_then(|file| {
             let file: Box<dyn std::io::Read> = match &self.bar {
                 Some(bar) => Box::new(bar.wrap_read(file)),

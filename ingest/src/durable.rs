@@ -99,7 +99,11 @@ mod tests {
         // Only the output and its manifest were added: their temporaries are gone (renamed).
         assert_eq!(
             names_in(&out_dir),
-            ["corpus.jsonl", "corpus.jsonl.manifest", "corpus.jsonl.partial"]
+            [
+                "corpus.jsonl",
+                "corpus.jsonl.manifest",
+                "corpus.jsonl.partial"
+            ]
         );
     }
 
@@ -189,7 +193,10 @@ mod tests {
 
         let src = source(tmp.path(), "alpha", 2, 10);
         build(&args(&src, &out), false).unwrap();
-        assert_eq!(names_in(&out_dir), ["corpus.jsonl", "corpus.jsonl.manifest"]);
+        assert_eq!(
+            names_in(&out_dir),
+            ["corpus.jsonl", "corpus.jsonl.manifest"]
+        );
         let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
         // 0666 less the umask: at least the owner reads and writes, as with `File::create`.
         assert_eq!(mode & 0o600, 0o600, "{mode:o}");

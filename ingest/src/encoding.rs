@@ -92,7 +92,10 @@ pub(crate) fn table_reader<'a, R: Read + 'a>(inner: R) -> std::io::Result<Box<dy
                 .encoding(Some(encoding))
                 .strip_bom(true)
                 .build(reader);
-            Ok(Box::new(std::io::BufReader::with_capacity(256 << 10, decoded)))
+            Ok(Box::new(std::io::BufReader::with_capacity(
+                256 << 10,
+                decoded,
+            )))
         }
         Some((_, bom)) => {
             reader.consume(bom);
@@ -121,7 +124,10 @@ mod tests {
         }
         assert_eq!(text(&le, false), ("Café\n".into(), Some("UTF-16LE")));
         assert_eq!(text(&be, false), ("Café\n".into(), Some("UTF-16BE")));
-        assert_eq!(text(b"\xef\xbb\xbfCaf\xc3\xa9", false), ("Café".into(), None));
+        assert_eq!(
+            text(b"\xef\xbb\xbfCaf\xc3\xa9", false),
+            ("Café".into(), None)
+        );
     }
 
     #[test]
@@ -145,7 +151,10 @@ mod tests {
             "<html><head><meta charset=\"koi8-r\"></head><body>Привет</body></html>"
         );
         let xml = b"<?xml version='1.0' encoding='ISO-8859-1'?><p>na\xefve</p>";
-        assert_eq!(text(xml, true).0, "<?xml version='1.0' encoding='ISO-8859-1'?><p>naïve</p>");
+        assert_eq!(
+            text(xml, true).0,
+            "<?xml version='1.0' encoding='ISO-8859-1'?><p>naïve</p>"
+        );
         let http = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=windows-1252\"><p>\x93q\x94</p>";
         assert!(text(http, true).0.ends_with("<p>\u{201c}q\u{201d}</p>"));
     }
@@ -162,7 +171,10 @@ mod tests {
             le.extend(unit.to_le_bytes());
         }
         let mut out = String::new();
-        table_reader(&le[..]).unwrap().read_to_string(&mut out).unwrap();
+        table_reader(&le[..])
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         assert_eq!(out, "id,text\na,café\n");
         let mut out = Vec::new();
         table_reader(&b"\xef\xbb\xbfid\ncaf\xe9"[..])

@@ -13,9 +13,11 @@
 //! the plugin host.
 
 mod build;
+mod check;
 mod durable;
 mod emit;
 mod encoding;
+mod error;
 mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -23,12 +25,15 @@ pub mod fuzzing;
 mod html;
 mod html_depth;
 mod ids;
+#[cfg(test)]
+mod incremental_built;
 mod manifest;
 mod markdown;
 mod outline;
 mod passage;
 #[cfg(test)]
 mod pathological;
+mod reuse;
 #[cfg(test)]
 mod rows_built;
 mod summary;
@@ -36,6 +41,6 @@ mod table;
 mod text;
 
 pub use build::{BuildArgs, BuildError, build};
-pub use passage::{DEFAULT_MAX_CHARS, DEFAULT_OVERLAP};
 pub use manifest::path_of as manifest_path;
+pub use passage::{DEFAULT_MAX_CHARS, DEFAULT_OVERLAP};
 pub use summary::{BadRow, Changes, Summary};

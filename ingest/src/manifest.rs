@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{Xxh3, xxh3_128};
 
-use crate::build::BuildArgs;
 use crate::durable;
 
 /// The manifest's format: a manifest of another is not read.
@@ -40,16 +39,11 @@ pub fn path_of(out: &Path) -> PathBuf {
     out.with_file_name(name)
 }
 
-/// The settings that shape passages, as one hash (hex): every flag of `corpus build` except
-/// those that do not change what a file gives (the sources, `--out`, `--full`), so that a flag
-/// added later counts without anything to do here — a new flag that changes no passage is
-/// cleared here instead — and [`PASSAGES_VERSION`].
-pub(crate) fn settings(args: &BuildArgs) -> String {
-    let mut shaping = args.clone();
-    shaping.sources.clear();
-    shaping.out = PathBuf::new();
-    shaping.full = false;
-    let described = format!("{PASSAGES_VERSION} {shaping:?}");
+/// The settings that shape passages as one hash (hex): `shaping` (every flag of `corpus
+/// build` that may change what a file gives, described by `BuildArgs::shaping`) and
+/// [`PASSAGES_VERSION`].
+pub(crate) fn settings(shaping: &str) -> String {
+    let described = format!("{PASSAGES_VERSION} {shaping}");
     format!("{:032x}", xxh3_128(described.as_bytes()))
 }
 
@@ -88,12 +82,13 @@ pub(crate) struct Last {
     pub output: File,
 }
 
-/// The last build, if it can be reused; else why not.
-pub(crate) fn last(args: &BuildArgs) -> Result<Last, String> {
-    if args.full {
+/// The last build to `out`, if it can be reused (not `full`, of the same `settings`); else
+/// why not.
+pub(crate) fn last(out: &Path, full: bool, settings: &str) -> Result<Last, String> {
+    if full {
         return Err("--full".into());
     }
-    let path = path_of(&args.out);
+    let path = path_of(out);
     let file = match File::open(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -110,16 +105,16 @@ pub(crate) fn last(args: &BuildArgs) -> Result<Last, String> {
     if header.manifest != FORMAT {
         return Err(unusable("a manifest of another version"));
     }
-    if header.settings != settings(args) {
+    if header.settings != settings {
         return Err("the settings changed since the last build".into());
     }
-    let output = File::open(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    if output_hash(&output).map_err(|e| format!("{}: {e}", args.out.display()))?
+    let output = File::open(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    if output_hash(&output).map_err(|e| format!("{}: {e}", out.display()))?
         != (header.output_xxh3.clone(), header.output_bytes)
     {
         return Err(format!(
             "{} is not the output its manifest describes",
-            args.out.display()
+            out.display()
         ));
     }
     let mut entries = HashMap::with_capacity(header.files);
@@ -176,8 +171,8 @@ pub(crate) fn write(
         output_bytes,
         files: entries.len(),
     };
-    let lines = std::iter::once(serde_json::to_vec(&header))
-        .chain(entries.iter().map(serde_json::to_vec));
+    let lines =
+        std::iter::once(serde_json::to_vec(&header)).chain(entries.iter().map(serde_json::to_vec));
     for line in lines {
         let mut line = line.map_err(|e| e.to_string())?;
         line.push(b'\n');

@@ -125,7 +125,10 @@ impl std::fmt::Display for Summary {
             self.sha256
         )?;
         if let Some(why) = &c.manifest_not_written {
-            write!(f, "\nwarning: no manifest written ({why}): the next build reads every file")?;
+            write!(
+                f,
+                "\nwarning: no manifest written ({why}): the next build reads every file"
+            )?;
         }
         Ok(())
     }

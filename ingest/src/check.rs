@@ -4,10 +4,10 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use super::BuildError;
+use crate::error::BuildError;
 
 /// The id of the `n`th (0-based) line of the corpus written to `path`.
-pub(super) fn id_at(path: &Path, n: u32) -> std::io::Result<String> {
+pub(crate) fn id_at(path: &Path, n: u32) -> std::io::Result<String> {
     #[derive(serde::Deserialize)]
     struct Id {
         id: String,
@@ -33,7 +33,7 @@ const CHECKED_LINES: usize = 1 << 16;
 /// The server's own loader, on the bytes written: what `serve --corpus` will accept. Read in
 /// pieces of whole lines, so the check holds a piece, not the corpus (the writer has made sure
 /// that no id comes twice across pieces); a refusal names the line of the whole file.
-pub(super) fn loads(path: &Path) -> Result<(), BuildError> {
+pub(crate) fn loads(path: &Path) -> Result<(), BuildError> {
     let error = |source| BuildError::Write {
         path: path.to_owned(),
         source,
