@@ -253,7 +253,8 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         settings,
         output_xxh3,
         writer.bytes,
-        &reuse.entries,
+        reuse.entries.count,
+        reuse.entries.lines(),
     )
     .err();
     Ok(Summary {

@@ -152,14 +152,17 @@ pub(crate) fn output_hash(file: &File) -> std::io::Result<(String, u64)> {
 }
 
 /// Writes the manifest of the output just written at `out` (its xxh3 `output_xxh3`, `bytes`
-/// long), durably, over the last one.
+/// long), durably, over the last one: the header, then `files` entries, one a line, from
+/// `entries`.
 pub(crate) fn write(
     out: &Path,
     settings: String,
     output_xxh3: String,
     output_bytes: u64,
-    entries: &[Entry],
+    files: usize,
+    entries: Result<File, String>,
 ) -> Result<(), String> {
+    let mut entries = entries?;
     let path = path_of(out);
     let failed = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
     let partial = durable::temporary_beside(&path).map_err(|e| failed(&path, e))?;
@@ -169,15 +172,12 @@ pub(crate) fn write(
         settings,
         output_xxh3,
         output_bytes,
-        files: entries.len(),
+        files,
     };
-    let lines =
-        std::iter::once(serde_json::to_vec(&header)).chain(entries.iter().map(serde_json::to_vec));
-    for line in lines {
-        let mut line = line.map_err(|e| e.to_string())?;
-        line.push(b'\n');
-        writer.write_all(&line).map_err(|e| failed(&path, e))?;
-    }
+    let mut line = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    writer.write_all(&line).map_err(|e| failed(&path, e))?;
+    std::io::copy(&mut entries, &mut writer).map_err(|e| failed(&path, e))?;
     let partial = writer
         .into_inner()
         .map_err(|e| failed(&path, e.into_error()))?;

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::io::{BufRead, Read, Seek};
+use std::io::{BufRead, Read, Seek, Write};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -28,8 +28,9 @@ pub(crate) struct Mark {
 pub(crate) struct Reuse {
     /// The last build to the same output, when its passages can be reused.
     last: Option<Last>,
-    /// The manifest's entries of the files written so far.
-    pub entries: Vec<Entry>,
+    /// The manifest's entries of the files written so far, one JSON line each, spilled to an
+    /// unnamed temporary file beside the output (so that memory does not grow with the files).
+    pub entries: Entries,
     pub changes: Changes,
 }
 
@@ -43,7 +44,7 @@ impl Reuse {
         };
         Self {
             last,
-            entries: Vec::new(),
+            entries: Entries::beside(out),
             changes: Changes {
                 full,
                 ..Changes::default()
@@ -53,7 +54,7 @@ impl Reuse {
 
     /// Records `input`, whose bytes hash to `hash`, written between `from` and `to`.
     pub fn record(&mut self, input: &Input, hash: u128, from: Mark, to: Mark) {
-        self.entries.push(Entry {
+        self.entries.add(&Entry {
             path: input.id_path.clone(),
             xxh3: format!("{hash:032x}"),
             bytes: input.len,
@@ -144,12 +145,55 @@ impl Reuse {
 
     /// Records `entry`, copied, at its new place in the output.
     pub fn copied(&mut self, entry: Entry, from: u64, to: u64) {
-        self.entries.push(Entry { from, to, ..entry });
+        self.entries.add(&Entry { from, to, ..entry });
     }
 
     /// Files of the last build that this one did not read (once every input is done).
     pub fn removed(&self) -> usize {
         self.last.as_ref().map_or(0, |last| last.entries.len())
+    }
+}
+
+/// The manifest's entries written so far, or why they cannot be (the first write that failed).
+pub(crate) struct Entries {
+    spill: Result<std::io::BufWriter<std::fs::File>, String>,
+    pub count: usize,
+}
+
+impl Entries {
+    fn beside(out: &Path) -> Self {
+        let dir = match out.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        Self {
+            spill: tempfile::tempfile_in(dir)
+                .map(std::io::BufWriter::new)
+                .map_err(|e| format!("{}: {e}", dir.display())),
+            count: 0,
+        }
+    }
+
+    fn add(&mut self, entry: &Entry) {
+        if let Ok(spill) = &mut self.spill {
+            let mut line = serde_json::to_vec(entry).unwrap_or_default();
+            line.push(b'\n');
+            if let Err(e) = spill.write_all(&line) {
+                self.spill = Err(e.to_string());
+            }
+        }
+        self.count += 1;
+    }
+
+    /// The entries' lines, from the first; or why they were not kept.
+    pub fn lines(self) -> Result<std::fs::File, String> {
+        let mut file = self
+            .spill?
+            .into_inner()
+            .map_err(|e| e.error().to_string())?;
+        file.seek(std::io::SeekFrom::Start(0))
+            .map_err(|e| e.to_string())?;
+        Ok(file)
     }
 }
 
