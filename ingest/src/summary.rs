@@ -112,6 +112,12 @@ impl std::fmt::Display for Summary {
                     self.bad_rows - self.bad_rows_listed.len()
                 )?;
             }
+            if c.reused > 0 {
+                writeln!(
+                    f,
+                    "  (the rows of reused files are counted here, listed by the build that read them)"
+                )?;
+            }
         }
         if self.empty_rows > 0 {
             writeln!(f, "rows without text: {}", self.empty_rows)?;
