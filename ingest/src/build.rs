@@ -11,14 +11,19 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use tempfile::NamedTempFile;
+use xxhash_rust::xxh3::{Xxh3, xxh3_128};
 
 use turnstile_corpus::MAX_CORPUS_BYTES;
 
+use crate::check;
 use crate::durable;
 use crate::emit::{MAX_ID_BYTES, Passage, document_passages, row_passages};
+pub use crate::error::BuildError;
 use crate::files::{self, Input, Skipped};
 use crate::ids::Ids;
+use crate::manifest;
 use crate::passage::{self, Cut};
+use crate::reuse::{self, Hashed, Mark, Reuse};
 use crate::summary::{BadRow, MAX_LISTED, Summary};
 use crate::table::{self, Columns};
 
@@ -58,6 +63,11 @@ pub struct BuildArgs {
     /// file and line, and keep the good ones. Without it, the first bad row stops the build.
     #[arg(long)]
     pub skip_bad_rows: bool,
+    /// Read every file again: reuse nothing of the last build to `--out`. Without it, a file
+    /// unchanged since then (its content hash in `FILE.manifest`, written beside the output)
+    /// has its passages copied from the last output, when the settings are the same.
+    #[arg(long)]
+    pub full: bool,
 }
 
 #[cfg(test)]
@@ -73,11 +83,26 @@ impl BuildArgs {
             title_column: "title".into(),
             text_column: "text".into(),
             skip_bad_rows: false,
+            full: false,
         }
     }
 }
 
 impl BuildArgs {
+    /// The settings that may change what a file gives, described: every flag but the sources,
+    /// `--out` and `--full`, so that a flag added later counts (in the manifest's settings
+    /// hash: a change of them reads every file again) without anything to do here. A new flag
+    /// that changes no passage is cleared here.
+    pub(crate) fn shaping(&self) -> String {
+        let shaping = Self {
+            sources: Vec::new(),
+            out: PathBuf::new(),
+            full: false,
+            ..self.clone()
+        };
+        format!("{shaping:?}")
+    }
+
     /// What is wrong with `--overlap` beside `--max-chars`, if anything (each flag's own bounds
     /// are its parser's): the check across settings, said without the flag's name.
     pub fn overlap_problem(&self) -> Option<String> {
@@ -88,65 +113,6 @@ impl BuildArgs {
             )
         })
     }
-}
-
-/// Why a build stopped (the output file is left as it was).
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// A source cannot be read.
-    #[error("{}: {source}", .path.display())]
-    Source {
-        /// The source.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Settings that do not go together.
-    #[error("{0}")]
-    Settings(String),
-    /// A row of a table cannot be read (without `--skip-bad-rows`).
-    #[error(
-        "{}: line {line}: {why} (--skip-bad-rows leaves such rows out and keeps the others)",
-        .path.display()
-    )]
-    BadRow {
-        /// The table.
-        path: PathBuf,
-        /// The line (1-based) the row starts on.
-        line: usize,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// Two passages would have the same id.
-    #[error("id {id:?} comes from both {} and {}", .first.display(), .second.display())]
-    DuplicateId {
-        /// The id.
-        id: String,
-        /// The file that gave it first.
-        first: PathBuf,
-        /// The file that gave it again.
-        second: PathBuf,
-    },
-    /// Nothing to write.
-    #[error("no passages: {0}")]
-    Empty(String),
-    /// The output cannot be written.
-    #[error("{}: {source}", .path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The corpus would pass what `serve --corpus` loads.
-    #[error(
-        "the corpus would pass {} GiB of JSON Lines, the most `serve --corpus` loads",
-        MAX_CORPUS_BYTES >> 30
-    )]
-    TooLarge,
-    /// The corpus's loader refused what was built (a bug of the builder).
-    #[error("the built corpus does not load: {0}")]
-    Invalid(#[from] turnstile_corpus::CorpusError),
 }
 
 /// One line of the corpus file, its keys in the loader's order.
@@ -166,12 +132,13 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     }
     let mut inputs = Vec::new();
     let mut skipped = Vec::new();
-    for source in &args.sources {
-        let (found, passed) =
-            files::find(std::slice::from_ref(source)).map_err(|e| BuildError::Source {
-                path: source.clone(),
-                source: e,
-            })?;
+    let prefixes = files::prefixes(&args.sources)
+        .map_err(|(path, source)| BuildError::Source { path, source })?;
+    for (source, prefix) in args.sources.iter().zip(&prefixes) {
+        let (found, passed) = files::find(source, prefix).map_err(|e| BuildError::Source {
+            path: source.clone(),
+            source: e,
+        })?;
         inputs.extend(found);
         skipped.extend(passed);
     }
@@ -210,6 +177,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         writer: Writer {
             out: std::io::BufWriter::with_capacity(1 << 20, partial),
             hash: Sha256::new(),
+            xxh3: Xxh3::new(),
             bytes: 0,
             ids: Ids::new(&spill_dir),
             passages: 0,
@@ -220,6 +188,8 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bad_rows: 0,
         bad_rows_listed: Vec::new(),
         bar,
+        converted: BTreeMap::new(),
+        reuse: Reuse::new(&args.out, args.full, &manifest::settings(&args.shaping())),
     };
     let result = (|| {
         for at in 0..inputs.len() {
@@ -243,8 +213,12 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         empty_rows,
         bad_rows,
         bad_rows_listed,
+        converted,
+        reuse,
         ..
     } = run;
+    let mut changes = reuse.changes.clone();
+    changes.removed = reuse.removed();
     result?;
     if writer.passages == 0 {
         return Err(BuildError::Empty(format!(
@@ -260,7 +234,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     if let Some(twice) = writer.ids.duplicate().map_err(write_error(&spill_dir))? {
         let path_of = |input: u32| inputs[input as usize].path.clone();
         return Err(BuildError::DuplicateId {
-            id: id_at(&partial_path, twice.second.0).map_err(write_error(&partial_path))?,
+            id: check::id_at(&partial_path, twice.second.0).map_err(write_error(&partial_path))?,
             first: path_of(twice.first.1),
             second: path_of(twice.second.1),
         });
@@ -269,9 +243,20 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         path: partial_path.clone(),
         source: e.into_error(),
     })?;
-    loads(&partial_path)?;
+    check::loads(&partial_path)?;
     durable::persist(partial, &args.out)
         .map_err(|(path, source)| BuildError::Write { path, source })?;
+    let output_xxh3 = format!("{:032x}", writer.xxh3.digest128());
+    let settings = manifest::settings(&args.shaping());
+    changes.manifest_not_written = manifest::write(
+        &args.out,
+        settings,
+        output_xxh3,
+        writer.bytes,
+        reuse.entries.count,
+        reuse.entries.lines(),
+    )
+    .err();
     Ok(Summary {
         out: args.out.clone(),
         read,
@@ -282,6 +267,8 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         passages: writer.passages,
         bytes: writer.bytes,
         sha256: hex::encode(writer.hash.finalize()),
+        converted,
+        changes,
     })
 }
 
@@ -299,6 +286,10 @@ struct Run<'a> {
     bad_rows_listed: Vec<BadRow>,
     /// On a terminal, for many files or large ones: bytes read.
     bar: Option<indicatif::ProgressBar>,
+    /// Documents read from other encodings, by encoding.
+    converted: BTreeMap<&'static str, usize>,
+    /// The last build's passages to copy, this one's manifest.
+    reuse: Reuse,
 }
 
 /// Inputs of at least this many bytes show a progress bar (as do 50 files or more).
@@ -308,6 +299,44 @@ const PROGRESS_BYTES: u64 = 64 << 20;
 const PROGRESS_PASSAGES: usize = 1 << 12;
 
 impl Run<'_> {
+    fn mark(&self) -> Mark {
+        Mark {
+            bytes: self.writer.bytes,
+            passages: self.writer.passages,
+            bad_rows: self.bad_rows,
+            empty_rows: self.empty_rows,
+        }
+    }
+
+    fn record(&mut self, at: usize, hash: u128, from: Mark) {
+        let to = self.mark();
+        self.reuse.record(&self.inputs[at], hash, from, to);
+    }
+
+    /// Whether `inputs[at]` is unchanged since the last build ([`Reuse::unchanged`]): then its
+    /// passages are copied from the last output, counted, and it is not to be read.
+    fn reused(
+        &mut self,
+        at: usize,
+        hash: impl FnOnce() -> std::io::Result<u128>,
+    ) -> Result<bool, BuildError> {
+        let input = &self.inputs[at];
+        let Some(entry) = self.reuse.unchanged(input, hash) else {
+            return Ok(false);
+        };
+        let (from, inputs) = (self.writer.bytes, self.inputs);
+        let writer = &mut self.writer;
+        self.reuse.copy(&entry, &self.args.out, |line, id| {
+            writer.write_line(line, id, at, inputs)
+        })?;
+        let (bad_rows, empty_rows) = (entry.bad_rows, entry.empty_rows);
+        self.reuse.copied(entry, from, self.writer.bytes);
+        self.bad_rows += bad_rows;
+        self.empty_rows += empty_rows;
+        *self.read.entry(input.format.kind()).or_insert(0) += 1;
+        Ok(true)
+    }
+
     /// Reads `inputs[at]` and writes its passages.
     fn file(&mut self, at: usize) -> Result<(), BuildError> {
         let input = &self.inputs[at];
@@ -317,13 +346,26 @@ impl Run<'_> {
         if let Some(bar) = &self.bar {
             bar.inc(input.len);
         }
-        let source = match files::read(&input.path) {
-            Ok(source) => source,
+        let bytes = match files::read_bytes(&input.path) {
+            Ok(bytes) => bytes,
             Err(why) => {
                 self.skipped.push(files::skip(&input.path, why));
                 return Ok(());
             }
         };
+        let hash = xxh3_128(&bytes);
+        if self.reused(at, || Ok(hash))? {
+            return Ok(());
+        }
+        let (source, converted) = match files::text(&bytes, input.format) {
+            Ok(text) => text,
+            Err(why) => {
+                self.skipped.push(files::skip(&input.path, why));
+                return Ok(());
+            }
+        };
+        drop(bytes);
+        let mark = self.mark();
         // Each passage written as it is cut; the first write that fails stops the build.
         let mut failed = None;
         let (writer, skipped, inputs) = (&mut self.writer, &mut self.skipped, self.inputs);
@@ -346,7 +388,13 @@ impl Run<'_> {
         }
         match outcome {
             Err(why) => self.skipped.push(files::skip(&input.path, why)),
-            Ok(()) => *self.read.entry(input.format.kind()).or_insert(0) += 1,
+            Ok(()) => {
+                *self.read.entry(input.format.kind()).or_insert(0) += 1;
+                if let Some(from) = converted {
+                    *self.converted.entry(from).or_insert(0) += 1;
+                }
+                self.record(at, hash, mark);
+            }
         }
         Ok(())
     }
@@ -361,12 +409,20 @@ impl Run<'_> {
         };
         // A table that cannot be opened is passed over, as a document that cannot be read; one
         // that fails while it is read stops the build (some of its rows are written).
+        if self.reused(at, || reuse::file_hash(&input.path))? {
+            if let Some(bar) = &self.bar {
+                bar.inc(input.len);
+            }
+            return Ok(());
+        }
+        let mark = self.mark();
+        let hashed = Hashed::default();
         let opened = std::fs::File::open(&input.path).and_then(|file| {
             let file: Box<dyn std::io::Read> = match &self.bar {
                 Some(bar) => Box::new(bar.wrap_read(file)),
                 None => Box::new(file),
             };
-            files::buffered(file)
+            crate::encoding::table_reader(hashed.reader(file))
         });
         let mut reader = match opened {
             Ok(reader) => reader,
@@ -437,7 +493,11 @@ impl Run<'_> {
         if let Some(e) = failed {
             return Err(e);
         }
+        // A table the parse left early (a header without the text column) is hashed whole.
+        std::io::copy(&mut reader, &mut std::io::sink()).map_err(source_error)?;
+        let hash = hashed.digest();
         *self.read.entry(kind).or_insert(0) += 1;
+        self.record(at, hash, mark);
         Ok(())
     }
 }
@@ -445,6 +505,8 @@ impl Run<'_> {
 struct Writer {
     out: std::io::BufWriter<NamedTempFile>,
     hash: Sha256,
+    /// The output's xxh3-128 (the manifest's name for it).
+    xxh3: Xxh3,
     bytes: u64,
     /// Every id written, checked for repeats once all are ([`Ids`]: bounded memory).
     ids: Ids,
@@ -454,7 +516,6 @@ struct Writer {
 impl Writer {
     /// Writes `p`, a passage of `inputs[at]`.
     fn write(&mut self, p: &Passage, at: usize, inputs: &[Input]) -> Result<(), BuildError> {
-        let input = &inputs[at];
         let mut line = serde_json::to_vec(&Line {
             id: &p.id,
             kind: p.kind,
@@ -463,87 +524,39 @@ impl Writer {
         })
         .map_err(|e| BuildError::Settings(e.to_string()))?;
         line.push(b'\n');
+        self.write_line(&line, &p.id, at, inputs)
+    }
+
+    /// Writes `line` (a passage's, `\n` included), whose id is `id`, of `inputs[at]`.
+    fn write_line(
+        &mut self,
+        line: &[u8],
+        id: &str,
+        at: usize,
+        inputs: &[Input],
+    ) -> Result<(), BuildError> {
+        let input = &inputs[at];
         if self.bytes + line.len() as u64 > MAX_CORPUS_BYTES {
             return Err(BuildError::TooLarge);
         }
         let number = u32::try_from(self.passages).map_err(|_| BuildError::TooLarge)?;
         let index = u32::try_from(at).unwrap_or(u32::MAX);
         self.ids
-            .add(&p.id, number, index)
+            .add(id, number, index)
             .map_err(|source| BuildError::Write {
                 path: input.path.clone(),
                 source,
             })?;
         self.out
-            .write_all(&line)
+            .write_all(line)
             .map_err(|source| BuildError::Write {
                 path: input.path.clone(),
                 source,
             })?;
-        self.hash.update(&line);
+        self.hash.update(line);
+        self.xxh3.update(line);
         self.bytes += line.len() as u64;
         self.passages += 1;
         Ok(())
-    }
-}
-
-/// The id of the `n`th (0-based) line of the corpus written to `path`.
-fn id_at(path: &Path, n: u32) -> std::io::Result<String> {
-    #[derive(serde::Deserialize)]
-    struct Id {
-        id: String,
-    }
-    let mut file = std::io::BufReader::new(std::fs::File::open(path)?);
-    let mut line = Vec::new();
-    for _ in 0..=n {
-        line.clear();
-        file.read_until(b'\n', &mut line)?;
-    }
-    let id: Id = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
-    Ok(id.id)
-}
-
-/// Bytes of the written corpus checked at a time, at most (whole lines; a line may pass it).
-/// The loader holds a piece's documents and ids besides its bytes: about three times as much.
-const CHECKED_BYTES: usize = 16 << 20;
-
-/// Lines of the written corpus checked at a time, at most: short lines cost more per byte in
-/// the loader (each document and id allocated on its own).
-const CHECKED_LINES: usize = 1 << 16;
-
-/// The server's own loader, on the bytes written: what `serve --corpus` will accept. Read in
-/// pieces of whole lines, so the check holds a piece, not the corpus (the writer has made sure
-/// that no id comes twice across pieces); a refusal names the line of the whole file.
-fn loads(path: &Path) -> Result<(), BuildError> {
-    use std::io::BufRead;
-    let error = |source| BuildError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(error)?);
-    let mut piece = Vec::new();
-    let mut lines_before = 0;
-    loop {
-        piece.clear();
-        let mut lines = 0;
-        while piece.len() < CHECKED_BYTES && lines < CHECKED_LINES {
-            if file.read_until(b'\n', &mut piece).map_err(error)? == 0 {
-                break;
-            }
-            lines += 1;
-        }
-        if piece.is_empty() {
-            return Ok(());
-        }
-        turnstile_corpus::load_documents(&piece).map_err(|e| match e {
-            turnstile_corpus::CorpusError::BadDocument { line, reason } => {
-                turnstile_corpus::CorpusError::BadDocument {
-                    line: line + lines_before,
-                    reason,
-                }
-            }
-            other => other,
-        })?;
-        lines_before += lines;
     }
 }

@@ -96,8 +96,15 @@ mod tests {
         let written = std::fs::read(&out).unwrap();
         assert_eq!(written.len() as u64, summary.bytes);
         assert_eq!(turnstile_corpus::load_documents(&written).unwrap().len(), 3);
-        // Only the output was added: its temporary is gone (renamed over it).
-        assert_eq!(names_in(&out_dir), ["corpus.jsonl", "corpus.jsonl.partial"]);
+        // Only the output and its manifest were added: their temporaries are gone (renamed).
+        assert_eq!(
+            names_in(&out_dir),
+            [
+                "corpus.jsonl",
+                "corpus.jsonl.manifest",
+                "corpus.jsonl.partial"
+            ]
+        );
     }
 
     /// Builds of two different sources to one output, at once, round after round: every build
@@ -149,7 +156,11 @@ mod tests {
                 "round {round}: the output is neither corpus whole ({} bytes)",
                 written.len()
             );
-            assert_eq!(names_in(&out_dir), ["corpus.jsonl"], "round {round}");
+            assert_eq!(
+                names_in(&out_dir),
+                ["corpus.jsonl", "corpus.jsonl.manifest"],
+                "round {round}"
+            );
         }
     }
 
@@ -182,7 +193,10 @@ mod tests {
 
         let src = source(tmp.path(), "alpha", 2, 10);
         build(&args(&src, &out), false).unwrap();
-        assert_eq!(names_in(&out_dir), ["corpus.jsonl"]);
+        assert_eq!(
+            names_in(&out_dir),
+            ["corpus.jsonl", "corpus.jsonl.manifest"]
+        );
         let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
         // 0666 less the umask: at least the owner reads and writes, as with `File::create`.
         assert_eq!(mode & 0o600, 0o600, "{mode:o}");

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::encoding;
+
 /// Largest document read whole (Markdown, HTML, text), in bytes; a larger one is skipped (and
 /// listed). A document is parsed whole (its outline, its headings' fragments), so its bound is
 /// what the builder holds at once.
@@ -73,8 +75,7 @@ impl Format {
 pub(crate) struct Input {
     /// Where it is.
     pub path: PathBuf,
-    /// Its path in ids: relative to the source folder, `/`-separated (a file given itself: its
-    /// name).
+    /// Its path in ids: relative to the sources' common root, `/`-separated ([`prefixes`]).
     pub id_path: String,
     pub format: Format,
     /// Its size when found, in bytes.
@@ -90,55 +91,106 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// The files under `sources`, in order, and what was passed over.
-pub(crate) fn find(sources: &[PathBuf]) -> std::io::Result<(Vec<Input>, Vec<Skipped>)> {
-    let (mut inputs, mut skipped) = (Vec::new(), Vec::new());
+/// Each source's folder under the sources' common root, `/`-separated (empty for the root
+/// itself): what its files' id paths start with. A file's folder is its source folder's, or,
+/// for a file given itself, the one it is in; the root is the deepest folder holding them all
+/// (their real paths, links resolved). So one folder keeps ids relative to it, one file its
+/// name, and `a/README.md` beside `b/README.md` stay apart.
+pub(crate) fn prefixes(sources: &[PathBuf]) -> Result<Vec<String>, (PathBuf, std::io::Error)> {
+    let mut folders = Vec::with_capacity(sources.len());
     for source in sources {
-        let metadata = std::fs::metadata(source)?;
-        if metadata.is_file() {
-            let name = source
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            consider(source, name, metadata.len(), &mut inputs, &mut skipped);
+        let error = |e| (source.clone(), e);
+        let folder = if std::fs::metadata(source).map_err(error)?.is_file() {
+            match source.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            }
+        } else {
+            source.as_path()
+        };
+        folders.push(std::fs::canonicalize(folder).map_err(error)?);
+    }
+    let Some(first) = folders.first() else {
+        return Ok(Vec::new());
+    };
+    let mut root: Vec<_> = first.components().collect();
+    for folder in &folders[1..] {
+        let shared = root
+            .iter()
+            .zip(folder.components())
+            .take_while(|(a, b)| **a == *b)
+            .count();
+        root.truncate(shared);
+    }
+    let root: PathBuf = root.iter().collect();
+    Ok(folders
+        .iter()
+        .map(|folder| id_path(folder.strip_prefix(&root).unwrap_or(folder)))
+        .collect())
+}
+
+/// `relative`'s components joined with `/`.
+fn id_path(relative: &Path) -> String {
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `prefix/name` (`name` when there is no prefix).
+fn under(prefix: &str, name: String) -> String {
+    if prefix.is_empty() {
+        name
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+/// The files under `source`, in order, and what was passed over; their id paths start with
+/// `prefix` (its folder's place under the sources' root: [`prefixes`]).
+pub(crate) fn find(source: &Path, prefix: &str) -> std::io::Result<(Vec<Input>, Vec<Skipped>)> {
+    let (mut inputs, mut skipped) = (Vec::new(), Vec::new());
+    let metadata = std::fs::metadata(source)?;
+    if metadata.is_file() {
+        let name = source
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let id_path = under(prefix, name);
+        consider(source, id_path, metadata.len(), &mut inputs, &mut skipped);
+        return Ok((inputs, skipped));
+    }
+    let mut walk = walkdir::WalkDir::new(source)
+        .min_depth(1)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = walk.next() {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let path = entry.path();
+        let kind = entry.file_type();
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            skipped.push(skip(path, "hidden"));
+            if kind.is_dir() {
+                walk.skip_current_dir();
+            }
             continue;
         }
-        let mut walk = walkdir::WalkDir::new(source)
-            .min_depth(1)
-            .follow_links(false)
-            .sort_by_file_name()
-            .into_iter();
-        while let Some(entry) = walk.next() {
-            let entry = entry.map_err(std::io::Error::other)?;
-            let path = entry.path();
-            let kind = entry.file_type();
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                skipped.push(skip(path, "hidden"));
-                if kind.is_dir() {
-                    walk.skip_current_dir();
-                }
-                continue;
-            }
-            if kind.is_dir() {
-                continue;
-            }
-            if kind.is_symlink() {
-                skipped.push(skip(path, "a symbolic link (not followed)"));
-                continue;
-            }
-            if !kind.is_file() {
-                skipped.push(skip(path, "not a regular file"));
-                continue;
-            }
-            let relative = path.strip_prefix(source).unwrap_or(path);
-            let id_path = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            let len = entry.metadata().map_err(std::io::Error::other)?.len();
-            consider(path, id_path, len, &mut inputs, &mut skipped);
+        if kind.is_dir() {
+            continue;
         }
+        if kind.is_symlink() {
+            skipped.push(skip(path, "a symbolic link (not followed)"));
+            continue;
+        }
+        if !kind.is_file() {
+            skipped.push(skip(path, "not a regular file"));
+            continue;
+        }
+        let id_path = under(prefix, id_path(path.strip_prefix(source).unwrap_or(path)));
+        let len = entry.metadata().map_err(std::io::Error::other)?.len();
+        consider(path, id_path, len, &mut inputs, &mut skipped);
     }
     Ok((inputs, skipped))
 }
@@ -180,22 +232,19 @@ pub(crate) fn skip(path: &Path, why: impl Into<String>) -> Skipped {
     }
 }
 
-/// A table's bytes (`inner`), to be read a row at a time: buffered, a byte-order mark at its
-/// start dropped.
-pub(crate) fn buffered<R: std::io::Read>(inner: R) -> std::io::Result<std::io::BufReader<R>> {
-    use std::io::BufRead;
-    let mut reader = std::io::BufReader::with_capacity(256 << 10, inner);
-    let start = reader.fill_buf()?;
-    if start.starts_with(b"\xef\xbb\xbf") {
-        reader.consume(3);
-    }
-    Ok(reader)
+/// A document's bytes (at most [`MAX_FILE_BYTES`], checked when it was found).
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| e.to_string())
 }
 
-/// A file's text: UTF-8 (a byte-order mark dropped), line ends as `\n`.
-pub(crate) fn read(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    Ok(text.replace("\r\n", "\n"))
+/// A document's text, from its bytes in whatever encoding ([`encoding::decode`]), line ends as
+/// `\n`, and the encoding it was converted from, if any.
+pub(crate) fn text(bytes: &[u8], format: Format) -> Result<(String, Option<&'static str>), String> {
+    let decoded = encoding::decode(bytes, format == Format::Html)?;
+    let text = if decoded.text.contains('\r') {
+        decoded.text.replace("\r\n", "\n")
+    } else {
+        decoded.text
+    };
+    Ok((text, decoded.converted_from))
 }

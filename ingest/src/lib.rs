@@ -13,8 +13,11 @@
 //! the plugin host.
 
 mod build;
+mod check;
 mod durable;
 mod emit;
+mod encoding;
+mod error;
 mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -26,12 +29,16 @@ mod html_extracted;
 #[cfg(test)]
 mod html_measured;
 mod ids;
+#[cfg(test)]
+mod incremental_built;
 mod main_content;
+mod manifest;
 mod markdown;
 mod outline;
 mod passage;
 #[cfg(test)]
 mod pathological;
+mod reuse;
 #[cfg(test)]
 mod rows_built;
 mod summary;
@@ -40,5 +47,6 @@ mod table_text;
 mod text;
 
 pub use build::{BuildArgs, BuildError, build};
+pub use manifest::path_of as manifest_path;
 pub use passage::{DEFAULT_MAX_CHARS, DEFAULT_OVERLAP};
-pub use summary::{BadRow, Summary};
+pub use summary::{BadRow, Changes, Summary};

@@ -21,6 +21,26 @@ pub struct BadRow {
     pub why: String,
 }
 
+/// What a build took from the last one to the same output (its manifest, `OUT.manifest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Why every file was read again (no manifest, another's settings, `--full`…); `None` when
+    /// the unchanged files' passages were copied from the last output.
+    pub full: Option<String>,
+    /// Files read that the last build did not read.
+    pub added: usize,
+    /// Files read again, changed since the last build.
+    pub changed: usize,
+    /// Files of the last build not in this one (gone, or passed over now).
+    pub removed: usize,
+    /// Unchanged files whose passages were copied, not read again.
+    pub reused: usize,
+    /// Passages copied from the last output.
+    pub passages_reused: usize,
+    /// The manifest could not be written (the output was): why. The next build reads all.
+    pub manifest_not_written: Option<String>,
+}
+
 /// What a build did.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -42,6 +62,10 @@ pub struct Summary {
     pub bytes: u64,
     /// The file's sha256 (for `--corpus`'s pin).
     pub sha256: String,
+    /// Documents read from another encoding than UTF-8, by encoding.
+    pub converted: BTreeMap<&'static str, usize>,
+    /// What was reused from the last build.
+    pub changes: Changes,
 }
 
 impl std::fmt::Display for Summary {
@@ -49,6 +73,24 @@ impl std::fmt::Display for Summary {
         let read: Vec<String> = self.read.iter().map(|(k, n)| format!("{n} {k}")).collect();
         let files: usize = self.read.values().sum();
         writeln!(f, "read {files} files ({})", read.join(", "))?;
+        let c = &self.changes;
+        match &c.full {
+            Some(why) => writeln!(f, "every file read: {why}")?,
+            None => writeln!(
+                f,
+                "reused {} unchanged files ({} passages) from the last build; {} changed, {} added, {} removed",
+                c.reused, c.passages_reused, c.changed, c.added, c.removed
+            )?,
+        }
+        if !self.converted.is_empty() {
+            let from: Vec<String> = self
+                .converted
+                .iter()
+                .map(|(e, n)| format!("{n} {e}"))
+                .collect();
+            let n: usize = self.converted.values().sum();
+            writeln!(f, "converted to UTF-8: {n} files ({})", from.join(", "))?;
+        }
         if !self.skipped.is_empty() {
             writeln!(f, "skipped {}:", self.skipped.len())?;
             for s in self.skipped.iter().take(MAX_LISTED) {
@@ -70,6 +112,12 @@ impl std::fmt::Display for Summary {
                     self.bad_rows - self.bad_rows_listed.len()
                 )?;
             }
+            if c.reused > 0 {
+                writeln!(
+                    f,
+                    "  (the rows of reused files are counted here, listed by the build that read them)"
+                )?;
+            }
         }
         if self.empty_rows > 0 {
             writeln!(f, "rows without text: {}", self.empty_rows)?;
@@ -81,6 +129,13 @@ impl std::fmt::Display for Summary {
             self.out.display(),
             self.bytes,
             self.sha256
-        )
+        )?;
+        if let Some(why) = &c.manifest_not_written {
+            write!(
+                f,
+                "\nwarning: no manifest written ({why}): the next build reads every file"
+            )?;
+        }
+        Ok(())
     }
 }
