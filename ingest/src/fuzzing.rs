@@ -33,9 +33,11 @@ pub fn ingest_file(data: &[u8]) {
     };
     let format = FORMATS[usize::from(*pick) % FORMATS.len()];
     let max_chars = 100 + usize::from(*max) * 1900 / 255;
+    let max_tokens = 32 + usize::from(*max) * (1024 - 32) / 255;
     let cut = Cut {
         max_chars,
-        overlap: usize::from(*overlap) * (max_chars / 2) / 255,
+        max_tokens,
+        overlap: usize::from(*overlap) * (max_tokens / 2) / 255,
     };
     let text = String::from_utf8_lossy(rest);
     let text = text

@@ -13,6 +13,7 @@ use crate::passage::Cut;
 
 const CUT: Cut = Cut {
     max_chars: crate::DEFAULT_MAX_CHARS,
+    max_tokens: crate::DEFAULT_MAX_TOKENS,
     overlap: crate::DEFAULT_OVERLAP,
 };
 
@@ -26,6 +27,7 @@ fn timed<T>(what: &str, work: impl FnOnce() -> T) -> T {
 fn args(source: &Path, out: &Path) -> BuildArgs {
     BuildArgs {
         max_chars: CUT.max_chars,
+        max_tokens: CUT.max_tokens,
         overlap: CUT.overlap,
         ..BuildArgs::one(source, out)
     }
