@@ -15,6 +15,7 @@
 //! libraries. Nothing of the server or
 //! the plugin host.
 
+mod blocks;
 mod build;
 mod durable;
 mod emit;

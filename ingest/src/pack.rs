@@ -13,6 +13,7 @@ use std::ops::Range;
 
 use turnstile_embed::Embedder;
 
+use crate::blocks::{Block, FENCE, blocks, line_ranges};
 use crate::sentences::{sentences, words};
 
 /// Characters a passage holds at most, by default: the corpus's bound, so that by default
@@ -25,8 +26,6 @@ pub const DEFAULT_MAX_TOKENS: usize = 256;
 /// Tokens of the end of one passage that the next repeats, by default (about one sentence).
 pub const DEFAULT_OVERLAP: usize = 32;
 
-/// The fence that closes a code block.
-const FENCE: &str = "```";
 /// Distinct words whose token counts are kept while one text is cut.
 const MAX_CACHED_WORDS: usize = 65_536;
 
@@ -152,62 +151,6 @@ impl<'t> Sizer<'t> {
         }
         self.size_within(text, self.bound).is_some()
     }
-}
-
-/// A block of the text: prose (or a table), or a fenced code block.
-struct Block {
-    range: Range<usize>,
-    /// A code block's opening fence line ("```LANG") and its lines between the fences.
-    code: Option<(Range<usize>, Range<usize>)>,
-}
-
-/// The blocks of `text`: runs of lines between blank lines, a fenced code block to its closing
-/// fence (blank lines inside it do not end it) or the text's end.
-fn blocks(text: &str) -> Vec<Block> {
-    let mut out = Vec::new();
-    let mut lines = line_ranges(text).peekable();
-    while let Some(first) = lines.next() {
-        let line = &text[first.clone()];
-        if line.trim().is_empty() {
-            continue;
-        }
-        if line.trim_start().starts_with(FENCE) {
-            let body_start = (first.end + 1).min(text.len());
-            let mut body_end = body_start;
-            let mut end = text.len();
-            for next in lines.by_ref() {
-                if text[next.clone()].trim() == FENCE {
-                    end = next.end;
-                    break;
-                }
-                body_end = next.end;
-            }
-            out.push(Block {
-                range: first.start..end,
-                code: Some((first, body_start..body_end.max(body_start))),
-            });
-            continue;
-        }
-        let mut end = first.end;
-        while let Some(next) = lines.next_if(|r| !text[r.clone()].trim().is_empty()) {
-            end = next.end;
-        }
-        out.push(Block {
-            range: first.start..end,
-            code: None,
-        });
-    }
-    out
-}
-
-/// The byte ranges of `text`'s lines, without their `\n`.
-fn line_ranges(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
-    let mut start = 0;
-    text.split('\n').map(move |line| {
-        let range = start..start + line.len();
-        start = range.end + 1;
-        range
-    })
 }
 
 /// How a piece over the bounds is cut: at lines (code), sentences (prose), then words.
@@ -839,5 +782,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ids_go_on_as_before() {
+        let text = format!(
+            "# Guide\n\n## Setup\n\n{}\n\n## Use\n\nShort.\n",
+            "A sentence of words. ".repeat(60)
+        );
+        let mut ids = Vec::new();
+        let columns = crate::table::Columns {
+            id: "id".into(),
+            title: "title".into(),
+            text: "text".into(),
+        };
+        crate::emit::passages_from(
+            &text,
+            crate::files::Format::Markdown,
+            "docs/guide.md",
+            Cut {
+                max_tokens: 64,
+                overlap: 8,
+                ..CUT
+            },
+            &columns,
+            &mut |p| ids.push(p.id),
+        )
+        .unwrap();
+        let n = ids.len() - 1;
+        let mut want = vec!["docs/guide.md#setup".to_owned()];
+        want.extend((2..=n).map(|i| format!("docs/guide.md#setup/{i}")));
+        want.push("docs/guide.md#use".to_owned());
+        assert!(n >= 3);
+        assert_eq!(ids, want);
     }
 }
