@@ -92,6 +92,8 @@ struct Sizer<'t> {
     embedder: Option<&'static Embedder>,
     bound: Size,
     words: HashMap<&'t str, usize>,
+    /// The last piece measured (its address, length and bound) and what it measured.
+    last: Option<((usize, usize, Size), Option<Size>)>,
 }
 
 impl<'t> Sizer<'t> {
@@ -106,6 +108,7 @@ impl<'t> Sizer<'t> {
                 chars: cut.max_chars,
             },
             words: HashMap::new(),
+            last: None,
         }
     }
 
@@ -132,12 +135,23 @@ impl<'t> Sizer<'t> {
     /// The size of `piece` when it is within `bound`: its characters counted first (a piece over
     /// the character bound is never tokenized, so the tokenizer reads at most that much).
     fn size_within(&mut self, piece: &'t str, bound: Size) -> Option<Size> {
-        let chars = piece.chars().count();
-        if chars > bound.chars {
-            return None;
+        let key = (piece.as_ptr() as usize, piece.len(), bound);
+        if let Some((last, size)) = self.last
+            && last == key
+        {
+            return size;
         }
-        let tokens = self.tokens(piece);
-        (tokens <= bound.tokens).then_some(Size { tokens, chars })
+        let chars = piece.chars().count();
+        let size = if chars > bound.chars || fewest_tokens(piece) > bound.tokens {
+            None
+        } else {
+            let tokens = self.tokens(piece);
+            (tokens <= bound.tokens).then_some(Size { tokens, chars })
+        };
+        // The same piece is asked about again as the whole text, its block and the first of
+        // its pieces: measured once.
+        self.last = Some((key, size));
+        size
     }
 
     /// Whether `text` is one passage. ASCII text has at most one token per character that is
@@ -539,6 +553,34 @@ impl<'t> Packer<'t> {
     }
 }
 
+/// The fewest tokens ASCII `piece` can have (0 for other text): the tokenizer splits at
+/// whitespace and around each punctuation character, and each run of letters and digits left is
+/// at least one token.
+fn fewest_tokens(piece: &str) -> usize {
+    if !piece.is_ascii() {
+        return 0;
+    }
+    let mut count = 0;
+    let mut in_word = false;
+    for b in piece.bytes() {
+        match b {
+            // What the tokenizer takes as whitespace; its other control characters are dropped
+            // (the letters around one are one word).
+            b' ' | b'\t' | b'\n' | b'\r' => in_word = false,
+            _ if b.is_ascii_punctuation() => {
+                count += 1;
+                in_word = false;
+            }
+            _ if b.is_ascii_alphanumeric() => {
+                count += usize::from(!in_word);
+                in_word = true;
+            }
+            _ => {}
+        }
+    }
+    count
+}
+
 /// Tokens of text that is not part of the cut text (a fence), measured without the cache.
 fn unmemoized_tokens(sizer: &Sizer<'_>, piece: &str) -> usize {
     match sizer.embedder {
@@ -815,5 +857,20 @@ mod tests {
         want.push("docs/guide.md#use".to_owned());
         assert!(n >= 3);
         assert_eq!(ids, want);
+    }
+
+    #[test]
+    fn the_fewest_tokens_are_never_more_than_the_tokens() {
+        for text in [
+            "Plain words, with punctuation: e.g. this; v1.2!",
+            "a\x0cb\x0bc\x7fd \t\r\n x",
+            "snake_case and kebab-case, CamelCase 3.14159",
+            "```python\ndef f(x): return x ** 2\n```",
+            "",
+        ] {
+            assert!(fewest_tokens(text) <= tokens(text), "{text:?}");
+        }
+        assert_eq!(fewest_tokens("one, two"), 3);
+        assert_eq!(fewest_tokens("é"), 0);
     }
 }
