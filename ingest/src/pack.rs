@@ -8,6 +8,7 @@
 //! the same text starts with the end of the one before, in whole sentences where they fit (else
 //! whole words), up to the overlap; never with code.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -26,8 +27,16 @@ pub const DEFAULT_MAX_TOKENS: usize = 256;
 /// Tokens of the end of one passage that the next repeats, by default (about one sentence).
 pub const DEFAULT_OVERLAP: usize = 32;
 
-/// Distinct words whose token counts are kept while one text is cut.
-const MAX_CACHED_WORDS: usize = 65_536;
+/// Distinct words whose token counts are kept (each thread forgets them all when it has this
+/// many: a few MiB).
+const MAX_CACHED_WORDS: usize = 100_000;
+/// Longer words are tokenized each time.
+const MAX_CACHED_WORD_BYTES: usize = 64;
+
+thread_local! {
+    /// Words' token counts, as measured by the shipped model's tokenizer.
+    static WORD_TOKENS: RefCell<HashMap<Box<str>, u32>> = RefCell::new(HashMap::new());
+}
 
 /// How text is cut into passages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,17 +95,15 @@ impl Size {
     }
 }
 
-/// Counts tokens with the shipped model's tokenizer (words' counts kept: a long sentence is
-/// cut word by word, and words repeat).
-struct Sizer<'t> {
+/// Counts tokens with the shipped model's tokenizer.
+struct Sizer {
     embedder: Option<&'static Embedder>,
     bound: Size,
-    words: HashMap<&'t str, usize>,
     /// The last piece measured (its address, length and bound) and what it measured.
     last: Option<((usize, usize, Size), Option<Size>)>,
 }
 
-impl<'t> Sizer<'t> {
+impl Sizer {
     fn new(cut: Cut) -> Self {
         Self {
             // The model is compiled into the binary and `build` checks that it loads before any
@@ -107,34 +114,27 @@ impl<'t> Sizer<'t> {
                 tokens: cut.max_tokens,
                 chars: cut.max_chars,
             },
-            words: HashMap::new(),
             last: None,
         }
     }
 
-    /// Tokens of `piece`, without the tokenizer's special tokens. The tokenizer splits at
-    /// whitespace before anything else, so the tokens of pieces joined by whitespace add up.
-    fn tokens(&mut self, piece: &'t str) -> usize {
+    /// Tokens of `piece`, without the tokenizer's special tokens: the sum of its words'. The
+    /// tokenizer splits at whitespace before anything else (its normalizer works a character at
+    /// a time), so the tokens of pieces joined by whitespace add up, and a word's count is
+    /// kept: words repeat across a corpus, and the tokenizer costs far more than a look-up.
+    fn tokens(&mut self, piece: &str) -> usize {
         let Some(embedder) = self.embedder else {
             return piece.chars().filter(|c| !c.is_whitespace()).count();
         };
-        if piece.len() > 64 || piece.contains(char::is_whitespace) {
-            return embedder.tokens(piece).len();
-        }
-        if let Some(&n) = self.words.get(piece) {
-            return n;
-        }
-        let n = embedder.tokens(piece).len();
-        if self.words.len() >= MAX_CACHED_WORDS {
-            self.words.clear();
-        }
-        self.words.insert(piece, n);
-        n
+        piece
+            .split_whitespace()
+            .map(|word| word_tokens(embedder, word))
+            .sum()
     }
 
     /// The size of `piece` when it is within `bound`: its characters counted first (a piece over
     /// the character bound is never tokenized, so the tokenizer reads at most that much).
-    fn size_within(&mut self, piece: &'t str, bound: Size) -> Option<Size> {
+    fn size_within(&mut self, piece: &str, bound: Size) -> Option<Size> {
         let key = (piece.as_ptr() as usize, piece.len(), bound);
         if let Some((last, size)) = self.last
             && last == key
@@ -156,7 +156,7 @@ impl<'t> Sizer<'t> {
 
     /// Whether `text` is one passage. ASCII text has at most one token per character that is
     /// not whitespace, so a short row needs no tokenizer.
-    fn fits_whole(&mut self, text: &'t str) -> bool {
+    fn fits_whole(&mut self, text: &str) -> bool {
         if text.is_ascii() && text.len() <= self.bound.chars {
             let visible = text.bytes().filter(|b| !b.is_ascii_whitespace()).count();
             if visible <= self.bound.tokens {
@@ -189,7 +189,7 @@ struct Unit {
 struct Packer<'t> {
     text: &'t str,
     cut: Cut,
-    sizer: Sizer<'t>,
+    sizer: Sizer,
     current: Vec<Unit>,
     size: Size,
     passages: Vec<String>,
@@ -392,7 +392,7 @@ impl<'t> Packer<'t> {
     fn code(&mut self, fence: Range<usize>, body: Range<usize>) {
         let bound = self.bound();
         let text = self.text;
-        let fenced = |opening: &str, sizer: &Sizer<'t>| {
+        let fenced = |opening: &str, sizer: &Sizer| {
             let opening = opening.trim();
             let size = Size {
                 tokens: unmemoized_tokens(sizer, opening) + unmemoized_tokens(sizer, FENCE),
@@ -553,6 +553,24 @@ impl<'t> Packer<'t> {
     }
 }
 
+/// The tokens of `word` (no whitespace in it), from the thread's counts when it was seen.
+fn word_tokens(embedder: &Embedder, word: &str) -> usize {
+    if word.len() > MAX_CACHED_WORD_BYTES {
+        return embedder.tokens(word).len();
+    }
+    WORD_TOKENS.with_borrow_mut(|known| {
+        if let Some(&n) = known.get(word) {
+            return n as usize;
+        }
+        let n = embedder.tokens(word).len();
+        if known.len() >= MAX_CACHED_WORDS {
+            known.clear();
+        }
+        known.insert(word.into(), u32::try_from(n).unwrap_or(u32::MAX));
+        n
+    })
+}
+
 /// The fewest tokens ASCII `piece` can have (0 for other text): the tokenizer splits at
 /// whitespace and around each punctuation character, and each run of letters and digits left is
 /// at least one token.
@@ -582,7 +600,7 @@ fn fewest_tokens(piece: &str) -> usize {
 }
 
 /// Tokens of text that is not part of the cut text (a fence), measured without the cache.
-fn unmemoized_tokens(sizer: &Sizer<'_>, piece: &str) -> usize {
+fn unmemoized_tokens(sizer: &Sizer, piece: &str) -> usize {
     match sizer.embedder {
         Some(embedder) => embedder.tokens(piece).len(),
         None => piece.chars().filter(|c| !c.is_whitespace()).count(),
@@ -872,5 +890,20 @@ mod tests {
         }
         assert_eq!(fewest_tokens("one, two"), 3);
         assert_eq!(fewest_tokens("é"), 0);
+    }
+
+    #[test]
+    fn tokens_of_words_add_up_to_the_tokens_of_the_text() {
+        let mut sizer = Sizer::new(CUT);
+        for text in [
+            "Plain words, with punctuation: e.g. this; v1.2! (and more) \"quoted\"",
+            "ΟΔΟΣ Σ σοφός — Ünïcödé façade naïve 東京は日本の首都です 한국어 문장",
+            "a\u{0}b c\u{fffd}d e\u{7f}f \u{200b}zero-width\u{00a0}nbsp \u{301}mark",
+            "```python\n    def f(x):\n        return x ** 2\n```",
+            &"x".repeat(150),
+        ] {
+            let whole = Embedder::shipped().unwrap().tokens(text).len();
+            assert_eq!(sizer.tokens(text), whole, "{text:?}");
+        }
     }
 }
