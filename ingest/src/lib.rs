@@ -35,6 +35,7 @@ mod pathological;
 #[cfg(test)]
 mod rows_built;
 mod sentences;
+mod sizer;
 mod summary;
 mod table;
 mod text;

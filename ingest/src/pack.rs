@@ -8,14 +8,11 @@
 //! the same text starts with the end of the one before, in whole sentences where they fit (else
 //! whole words), up to the overlap; never with code.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ops::Range;
-
-use turnstile_embed::Embedder;
 
 use crate::blocks::{Block, FENCE, blocks, line_ranges};
 use crate::sentences::{sentences, words};
+use crate::sizer::{Size, Sizer};
 
 /// Characters a passage holds at most, by default: the corpus's bound, so that by default
 /// passages are sized by tokens and this bound only holds text of very short tokens.
@@ -26,17 +23,6 @@ pub const DEFAULT_MAX_CHARS: usize = 2000;
 pub const DEFAULT_MAX_TOKENS: usize = 256;
 /// Tokens of the end of one passage that the next repeats, by default (about one sentence).
 pub const DEFAULT_OVERLAP: usize = 32;
-
-/// Distinct words whose token counts are kept (each thread forgets them all when it has this
-/// many: a few MiB).
-const MAX_CACHED_WORDS: usize = 100_000;
-/// Longer words are tokenized each time.
-const MAX_CACHED_WORD_BYTES: usize = 64;
-
-thread_local! {
-    /// Words' token counts, as measured by the shipped model's tokenizer.
-    static WORD_TOKENS: RefCell<HashMap<Box<str>, u32>> = RefCell::new(HashMap::new());
-}
 
 /// How text is cut into passages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +42,10 @@ pub(crate) fn split(text: &str, cut: Cut) -> Vec<String> {
     if whole.is_empty() {
         return Vec::new();
     }
-    let mut sizer = Sizer::new(cut);
+    let mut sizer = Sizer::new(Size {
+        tokens: cut.max_tokens,
+        chars: cut.max_chars,
+    });
     if sizer.fits_whole(whole) {
         return vec![whole.to_owned()];
     }
@@ -73,98 +62,6 @@ pub(crate) fn split(text: &str, cut: Cut) -> Vec<String> {
     }
     packer.flush();
     packer.passages
-}
-
-/// A length in the model's tokens and in characters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Size {
-    tokens: usize,
-    chars: usize,
-}
-
-impl Size {
-    fn plus(self, other: Size) -> Size {
-        Size {
-            tokens: self.tokens + other.tokens,
-            chars: self.chars + other.chars,
-        }
-    }
-
-    fn within(self, bound: Size) -> bool {
-        self.tokens <= bound.tokens && self.chars <= bound.chars
-    }
-}
-
-/// Counts tokens with the shipped model's tokenizer.
-struct Sizer {
-    embedder: Option<&'static Embedder>,
-    bound: Size,
-    /// The last piece measured (its address, length and bound) and what it measured.
-    last: Option<((usize, usize, Size), Option<Size>)>,
-}
-
-impl Sizer {
-    fn new(cut: Cut) -> Self {
-        Self {
-            // The model is compiled into the binary and `build` checks that it loads before any
-            // text is cut; were it not there, a character is counted as a token (ASCII text has
-            // no more tokens than characters).
-            embedder: Embedder::shipped().ok(),
-            bound: Size {
-                tokens: cut.max_tokens,
-                chars: cut.max_chars,
-            },
-            last: None,
-        }
-    }
-
-    /// Tokens of `piece`, without the tokenizer's special tokens: the sum of its words'. The
-    /// tokenizer splits at whitespace before anything else (its normalizer works a character at
-    /// a time), so the tokens of pieces joined by whitespace add up, and a word's count is
-    /// kept: words repeat across a corpus, and the tokenizer costs far more than a look-up.
-    fn tokens(&mut self, piece: &str) -> usize {
-        let Some(embedder) = self.embedder else {
-            return piece.chars().filter(|c| !c.is_whitespace()).count();
-        };
-        piece
-            .split_whitespace()
-            .map(|word| word_tokens(embedder, word))
-            .sum()
-    }
-
-    /// The size of `piece` when it is within `bound`: its characters counted first (a piece over
-    /// the character bound is never tokenized, so the tokenizer reads at most that much).
-    fn size_within(&mut self, piece: &str, bound: Size) -> Option<Size> {
-        let key = (piece.as_ptr() as usize, piece.len(), bound);
-        if let Some((last, size)) = self.last
-            && last == key
-        {
-            return size;
-        }
-        let chars = piece.chars().count();
-        let size = if chars > bound.chars || fewest_tokens(piece) > bound.tokens {
-            None
-        } else {
-            let tokens = self.tokens(piece);
-            (tokens <= bound.tokens).then_some(Size { tokens, chars })
-        };
-        // The same piece is asked about again as the whole text, its block and the first of
-        // its pieces: measured once.
-        self.last = Some((key, size));
-        size
-    }
-
-    /// Whether `text` is one passage. ASCII text has at most one token per character that is
-    /// not whitespace, so a short row needs no tokenizer.
-    fn fits_whole(&mut self, text: &str) -> bool {
-        if text.is_ascii() && text.len() <= self.bound.chars {
-            let visible = text.bytes().filter(|b| !b.is_ascii_whitespace()).count();
-            if visible <= self.bound.tokens {
-                return true;
-            }
-        }
-        self.size_within(text, self.bound).is_some()
-    }
 }
 
 /// How a piece over the bounds is cut: at lines (code), sentences (prose), then words.
@@ -395,7 +292,7 @@ impl<'t> Packer<'t> {
         let fenced = |opening: &str, sizer: &Sizer| {
             let opening = opening.trim();
             let size = Size {
-                tokens: unmemoized_tokens(sizer, opening) + unmemoized_tokens(sizer, FENCE),
+                tokens: sizer.unmemoized(opening) + sizer.unmemoized(FENCE),
                 // "OPENING\n" and "\n```".
                 chars: opening.chars().count() + 2 + FENCE.len(),
             };
@@ -553,63 +450,10 @@ impl<'t> Packer<'t> {
     }
 }
 
-/// The tokens of `word` (no whitespace in it), from the thread's counts when it was seen.
-fn word_tokens(embedder: &Embedder, word: &str) -> usize {
-    if word.len() > MAX_CACHED_WORD_BYTES {
-        return embedder.tokens(word).len();
-    }
-    WORD_TOKENS.with_borrow_mut(|known| {
-        if let Some(&n) = known.get(word) {
-            return n as usize;
-        }
-        let n = embedder.tokens(word).len();
-        if known.len() >= MAX_CACHED_WORDS {
-            known.clear();
-        }
-        known.insert(word.into(), u32::try_from(n).unwrap_or(u32::MAX));
-        n
-    })
-}
-
-/// The fewest tokens ASCII `piece` can have (0 for other text): the tokenizer splits at
-/// whitespace and around each punctuation character, and each run of letters and digits left is
-/// at least one token.
-fn fewest_tokens(piece: &str) -> usize {
-    if !piece.is_ascii() {
-        return 0;
-    }
-    let mut count = 0;
-    let mut in_word = false;
-    for b in piece.bytes() {
-        match b {
-            // What the tokenizer takes as whitespace; its other control characters are dropped
-            // (the letters around one are one word).
-            b' ' | b'\t' | b'\n' | b'\r' => in_word = false,
-            _ if b.is_ascii_punctuation() => {
-                count += 1;
-                in_word = false;
-            }
-            _ if b.is_ascii_alphanumeric() => {
-                count += usize::from(!in_word);
-                in_word = true;
-            }
-            _ => {}
-        }
-    }
-    count
-}
-
-/// Tokens of text that is not part of the cut text (a fence), measured without the cache.
-fn unmemoized_tokens(sizer: &Sizer, piece: &str) -> usize {
-    match sizer.embedder {
-        Some(embedder) => embedder.tokens(piece).len(),
-        None => piece.chars().filter(|c| !c.is_whitespace()).count(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use turnstile_embed::Embedder;
 
     const CUT: Cut = Cut {
         max_chars: 2000,
@@ -875,35 +719,5 @@ mod tests {
         want.push("docs/guide.md#use".to_owned());
         assert!(n >= 3);
         assert_eq!(ids, want);
-    }
-
-    #[test]
-    fn the_fewest_tokens_are_never_more_than_the_tokens() {
-        for text in [
-            "Plain words, with punctuation: e.g. this; v1.2!",
-            "a\x0cb\x0bc\x7fd \t\r\n x",
-            "snake_case and kebab-case, CamelCase 3.14159",
-            "```python\ndef f(x): return x ** 2\n```",
-            "",
-        ] {
-            assert!(fewest_tokens(text) <= tokens(text), "{text:?}");
-        }
-        assert_eq!(fewest_tokens("one, two"), 3);
-        assert_eq!(fewest_tokens("é"), 0);
-    }
-
-    #[test]
-    fn tokens_of_words_add_up_to_the_tokens_of_the_text() {
-        let mut sizer = Sizer::new(CUT);
-        for text in [
-            "Plain words, with punctuation: e.g. this; v1.2! (and more) \"quoted\"",
-            "ΟΔΟΣ Σ σοφός — Ünïcödé façade naïve 東京は日本の首都です 한국어 문장",
-            "a\u{0}b c\u{fffd}d e\u{7f}f \u{200b}zero-width\u{00a0}nbsp \u{301}mark",
-            "```python\n    def f(x):\n        return x ** 2\n```",
-            &"x".repeat(150),
-        ] {
-            let whole = Embedder::shipped().unwrap().tokens(text).len();
-            assert_eq!(sizer.tokens(text), whole, "{text:?}");
-        }
     }
 }
