@@ -1,18 +1,16 @@
-//! HTML (as a browser parses it: html5ever, through scraper) into an outline: `<h1>`–`<h6>`
-//! make the sections, `<title>` names the document, block elements end blocks, `<pre>` keeps
-//! its lines; scripts, styles, templates, SVG and the head's other elements are dropped. A
-//! document nested deeper than browsers nest ([`MAX_DEPTH`]) is refused ([`crate::html_depth`]).
+//! HTML (as a browser parses it: html5ever, through scraper) into an outline of its main
+//! content ([`crate::main_content`]): `<h1>`–`<h6>` make the sections, `<title>` names the
+//! document, block elements end blocks, `<pre>` is a code block (with the language its classes
+//! name), a `<table>` is one block of `Header: cell` rows; scripts, styles, templates, SVG and
+//! the head's other elements are dropped. A document nested deeper than browsers nest
+//! ([`MAX_DEPTH`]) is refused ([`crate::html_depth`]).
 
 use ego_tree::NodeRef;
 use scraper::{Html, Node};
 
 use crate::html_depth::{MAX_DEPTH, parse_within_depth};
+use crate::main_content::{Content, DROPPED, heading_level, is_furniture, is_permalink};
 use crate::outline::{Outline, OutlineBuilder, collapse};
-
-/// Elements whose content is never text of the document.
-const DROPPED: [&str; 8] = [
-    "script", "style", "noscript", "template", "svg", "iframe", "object", "head",
-];
 
 /// Elements that end a block (the text after them starts a new one).
 const BLOCKS: [&str; 25] = [
@@ -43,6 +41,10 @@ const BLOCKS: [&str; 25] = [
     "hr",
 ];
 
+/// Class prefixes that name a code block's language (`language-python`, `lang-rust`, Sphinx's
+/// `highlight-python` on the block's `div`).
+const LANGUAGE_PREFIXES: [&str; 3] = ["language-", "lang-", "highlight-"];
+
 /// The outline of an HTML document; `Err` (why) for one nested deeper than [`MAX_DEPTH`].
 pub(crate) fn outline(source: &str) -> Result<Outline, String> {
     let document = parse_within_depth(source)
@@ -50,62 +52,215 @@ pub(crate) fn outline(source: &str) -> Result<Outline, String> {
     Ok(outline_of(&document))
 }
 
+/// The main content's outline; when it holds no text, the whole page's (today's reading),
+/// unless the page is mostly links (a table of contents, an index): then none.
 fn outline_of(document: &Html) -> Outline {
-    let mut b = OutlineBuilder::default();
-    if let Some(title) = document
-        .root_element()
-        .descendants()
-        .find(|n| n.value().as_element().is_some_and(|e| e.name() == "title"))
-    {
-        b.title(&text_of(title));
+    let content = Content::of(document);
+    let read = |content: Option<&Content<'_>>, roots: &[NodeRef<'_, Node>]| {
+        let mut b = OutlineBuilder::default();
+        if let Some(title) = document
+            .root_element()
+            .descendants()
+            .find(|n| n.value().as_element().is_some_and(|e| e.name() == "title"))
+        {
+            b.title(&text_of(title));
+        }
+        let mut walk = Walk { content, b };
+        for root in roots {
+            walk.node(*root, 0);
+        }
+        walk.b.finish()
+    };
+    let main = read(Some(&content), &content.roots);
+    if !main.sections.is_empty() || content.mostly_links(document) {
+        return main;
     }
-    walk(*document.root_element(), &mut b, false, 0);
-    b.finish()
+    read(None, &[*document.root_element()])
 }
 
-/// Recursive, so bounded by [`MAX_DEPTH`] (which the parse guarantees: this is a second guard).
-fn walk(node: NodeRef<'_, Node>, b: &mut OutlineBuilder, pre: bool, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    for child in node.children() {
-        match child.value() {
-            Node::Text(text) if pre => b.preformatted(text),
-            Node::Text(text) => b.text(text),
+/// A walk over the part of a page that is read, into an outline.
+struct Walk<'c, 'a> {
+    /// What to leave out; `None` reads everything.
+    content: Option<&'c Content<'a>>,
+    b: OutlineBuilder,
+}
+
+impl Walk<'_, '_> {
+    /// `node` and what it holds. Recursive, so bounded by [`MAX_DEPTH`] (which the parse
+    /// guarantees: this is a second guard).
+    fn node(&mut self, node: NodeRef<'_, Node>, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match node.value() {
+            Node::Text(text) => self.b.text(text),
             Node::Element(element) => {
                 let name = element.name();
-                if DROPPED.contains(&name) {
-                    continue;
+                if DROPPED.contains(&name) || self.content.is_some_and(|c| c.skips(node)) {
+                    return;
                 }
                 if let Some(level) = heading_level(name) {
-                    b.heading(level, &text_of(child));
-                    if let Some(id) = anchor_of(child) {
-                        b.anchor(id);
+                    self.b.heading(level, &text_of(node));
+                    if let Some(id) = anchor_of(node) {
+                        self.b.anchor(id);
                     }
-                    continue;
+                    return;
                 }
                 match name {
-                    "br" => b.line_break(),
-                    "pre" => {
-                        b.end_block();
-                        walk(child, b, true, depth + 1);
-                        b.end_block();
+                    "br" => self.b.line_break(),
+                    "pre" => self.b.code(&language_of(node), &code_of(node)),
+                    "table" if is_data_table(node) => {
+                        let (header, rows) = table_of(node);
+                        self.b.table(&header, &rows);
                     }
                     "td" | "th" => {
-                        walk(child, b, pre, depth + 1);
-                        b.text(" ");
+                        self.children(node, depth);
+                        self.b.text(" ");
                     }
                     _ if BLOCKS.contains(&name) => {
-                        b.end_block();
-                        walk(child, b, pre, depth + 1);
-                        b.end_block();
+                        self.b.end_block();
+                        self.children(node, depth);
+                        self.b.end_block();
                     }
-                    _ => walk(child, b, pre, depth + 1),
+                    _ => self.children(node, depth),
                 }
             }
+            Node::Document | Node::Fragment => self.children(node, depth),
             _ => {}
         }
     }
+
+    fn children(&mut self, node: NodeRef<'_, Node>, depth: usize) {
+        for child in node.children() {
+            self.node(child, depth + 1);
+        }
+    }
+}
+
+/// A code block's text, as written: its lines, `<br>` as a line end (line numbers, buttons
+/// and what is never text left out).
+fn code_of(pre: NodeRef<'_, Node>) -> String {
+    fn gather(node: NodeRef<'_, Node>, out: &mut String, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        for child in node.children() {
+            match child.value() {
+                Node::Text(text) => out.push_str(text),
+                Node::Element(e) if e.name() == "br" => out.push('\n'),
+                Node::Element(e) if !DROPPED.contains(&e.name()) && !is_furniture(child, e) => {
+                    // A second `<code>` in one block (Node's docs: one for each module
+                    // system) starts on a line of its own.
+                    if e.name() == "code" && !out.is_empty() && !out.ends_with('\n') {
+                        out.push('\n');
+                    }
+                    gather(child, out, depth + 1)
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = String::new();
+    gather(pre, &mut out, 0);
+    out
+}
+
+/// The language a code block's classes name: `language-x`, `lang-x` or `highlight-x` on the
+/// `<pre>`, on a `<code>` in it, or on one of its three nearest ancestors (Sphinx's
+/// `div.highlight-python`), or a `data-lang`, or rustdoc's bare `rust`; empty when none does
+/// (or Sphinx's `default`).
+fn language_of(pre: NodeRef<'_, Node>) -> String {
+    let code = pre
+        .children()
+        .find(|n| n.value().as_element().is_some_and(|e| e.name() == "code"));
+    let named = code
+        .into_iter()
+        .chain(std::iter::once(pre))
+        .chain(pre.ancestors().take(3))
+        .filter_map(|n| n.value().as_element())
+        .find_map(|e| {
+            e.classes()
+                .find_map(|c| {
+                    LANGUAGE_PREFIXES.iter().find_map(|p| {
+                        c.get(..p.len())
+                            .filter(|h| h.eq_ignore_ascii_case(p))
+                            .map(|_| &c[p.len()..])
+                    })
+                })
+                .or_else(|| e.attr("data-lang"))
+        })
+        .or_else(|| {
+            // rustdoc's `<pre class="rust">`, with no prefix.
+            let e = pre.value().as_element()?;
+            e.has_class("rust", scraper::CaseSensitivity::AsciiCaseInsensitive)
+                .then_some("rust")
+        })
+        .unwrap_or_default();
+    let language: String = named
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '+' | '#' | '-' | '_' | '.'))
+        .collect::<String>()
+        .to_lowercase();
+    match language.as_str() {
+        "default" | "none" => String::new(),
+        _ => language,
+    }
+}
+
+/// Whether a table holds data (rows of cells) rather than lays out a page: one that holds a
+/// heading or a code block, or says it is for presentation, is read as blocks.
+fn is_data_table(table: NodeRef<'_, Node>) -> bool {
+    let presentation = table.value().as_element().is_some_and(|e| {
+        e.attr("role").is_some_and(|r| {
+            r.eq_ignore_ascii_case("presentation") || r.eq_ignore_ascii_case("none")
+        })
+    });
+    !presentation
+        && !table.descendants().any(|n| {
+            n.value()
+                .as_element()
+                .is_some_and(|e| e.name() == "pre" || heading_level(e.name()).is_some())
+        })
+}
+
+/// A table's header (its `<thead>`'s first row, else its first row when that is all `<th>`;
+/// empty when it has none) and its other rows, each cell's text collapsed (a table in a cell:
+/// its text joins the cell's).
+fn table_of(table: NodeRef<'_, Node>) -> (Vec<String>, Vec<Vec<String>>) {
+    let element = |n: &NodeRef<'_, Node>, name: &str| {
+        n.value().as_element().is_some_and(|e| e.name() == name)
+    };
+    let mut header = Vec::new();
+    let mut rows = Vec::new();
+    for part in table.children() {
+        let (in_head, trs): (bool, Vec<NodeRef<'_, Node>>) = if element(&part, "tr") {
+            (false, vec![part])
+        } else if ["thead", "tbody", "tfoot"]
+            .iter()
+            .any(|n| element(&part, n))
+        {
+            (
+                element(&part, "thead"),
+                part.children().filter(|n| element(n, "tr")).collect(),
+            )
+        } else {
+            continue;
+        };
+        for tr in trs {
+            let cells: Vec<NodeRef<'_, Node>> = tr
+                .children()
+                .filter(|n| element(n, "td") || element(n, "th"))
+                .collect();
+            let texts: Vec<String> = cells.iter().map(|c| text_of(*c)).collect();
+            let all_th = !cells.is_empty() && cells.iter().all(|c| element(c, "th"));
+            if header.is_empty() && rows.is_empty() && (in_head || all_th) {
+                header = texts;
+            } else if !in_head {
+                rows.push(texts);
+            }
+        }
+    }
+    (header, rows)
 }
 
 /// The id a document gives a heading, for links to it: its own `id`, else that of an `<a id>`
@@ -129,14 +284,8 @@ fn anchor_of(heading: NodeRef<'_, Node>) -> Option<&str> {
         .flatten()
 }
 
-fn heading_level(name: &str) -> Option<u8> {
-    match name.as_bytes() {
-        [b'h', d @ b'1'..=b'6'] => Some(d - b'0'),
-        _ => None,
-    }
-}
-
-/// An element's text, whitespace collapsed (scripts and styles inside it left out).
+/// An element's text, whitespace collapsed (scripts and styles inside it, and permalinks such
+/// as Sphinx's `¶`, left out).
 fn text_of(node: NodeRef<'_, Node>) -> String {
     fn gather(node: NodeRef<'_, Node>, out: &mut String, depth: usize) {
         if depth > MAX_DEPTH {
@@ -148,10 +297,13 @@ fn text_of(node: NodeRef<'_, Node>) -> String {
                     out.push_str(text);
                     out.push(' ');
                 }
-                Node::Element(e) if !DROPPED.contains(&e.name()) => gather(child, out, depth + 1),
+                Node::Element(e) if !left_out(child, e) => gather(child, out, depth + 1),
                 _ => {}
             }
         }
+    }
+    fn left_out(node: NodeRef<'_, Node>, e: &scraper::node::Element) -> bool {
+        DROPPED.contains(&e.name()) || (e.name() == "a" && is_permalink(node, e))
     }
     let mut out = String::new();
     gather(node, &mut out, 0);
@@ -182,23 +334,20 @@ mod tests {
             .iter()
             .map(|s| (s.headings.iter().map(|h| &**h).collect(), s.text.as_str()))
             .collect();
-        assert_eq!(texts[0], (vec![], "Home"));
-        assert_eq!(texts[1].1, "Welcome to our help.");
-        assert_eq!(texts[2].0, ["Help", "Billing"]);
-        assert_eq!(texts[2].1, "Pay monthly.\n\nCards\n\nInvoices");
-        assert_eq!(texts[3].0, ["Help", "Billing", "Cancel your plan"]);
+        // The nav's "Home" was a passage before main-content extraction: no more.
+        assert_eq!(texts[0], (vec!["Help"], "Welcome to our help."));
+        assert_eq!(texts[1].0, ["Help", "Billing"]);
+        assert_eq!(texts[1].1, "Pay monthly.\n\nCards\n\nInvoices");
+        assert_eq!(texts[2].0, ["Help", "Billing", "Cancel your plan"]);
         let anchors: Vec<Option<&str>> = outline
             .sections
             .iter()
             .map(|s| s.anchor.as_deref())
             .collect();
+        assert_eq!(anchors, [Some("help"), Some("billing"), Some("cancel")]);
         assert_eq!(
-            anchors,
-            [None, Some("help"), Some("billing"), Some("cancel")]
-        );
-        assert_eq!(
-            texts[3].1,
-            "Go to\nSettings.\n\nline one\n  line two\n\na b"
+            texts[2].1,
+            "Go to\nSettings.\n\n```\nline one\n  line two\n```\n\na | b"
         );
     }
 

@@ -25,7 +25,12 @@ mod files;
 pub mod fuzzing;
 mod html;
 mod html_depth;
+#[cfg(test)]
+mod html_extracted;
+#[cfg(test)]
+mod html_measured;
 mod ids;
+mod main_content;
 mod markdown;
 mod outline;
 mod pack;
@@ -38,6 +43,7 @@ mod sentences;
 mod sizer;
 mod summary;
 mod table;
+mod table_text;
 mod text;
 
 pub use build::{BuildArgs, BuildError, build};

@@ -1,10 +1,33 @@
 //! Markdown (CommonMark with tables, as pulldown-cmark reads it) into an outline: headings make
-//! the sections; paragraphs, items, quotes, table rows and code blocks are blocks; links and
+//! the sections; paragraphs, items and quotes are blocks; a code block is one fenced block with
+//! the language its info string names; a table is one block of `Header: cell` rows; links and
 //! images keep their text; raw HTML, front matter and footnote markers are dropped.
 
-use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
-use crate::outline::{Outline, OutlineBuilder};
+use crate::outline::{Outline, OutlineBuilder, collapse};
+
+/// A table being read: its header, its rows, the row and the cell being read.
+#[derive(Default)]
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    row: Vec<String>,
+    cell: String,
+}
+
+/// The language a fenced code block's info string names: its first word (`rust` of
+/// `rust,ignore` or `rust title="x"`), lowercase; empty for an indented block.
+fn language(kind: &CodeBlockKind<'_>) -> String {
+    match kind {
+        CodeBlockKind::Indented => String::new(),
+        CodeBlockKind::Fenced(info) => info
+            .split(|c: char| c.is_whitespace() || matches!(c, ',' | '{' | '}'))
+            .find(|w| !w.is_empty())
+            .unwrap_or_default()
+            .to_lowercase(),
+    }
+}
 
 /// The outline of a Markdown document.
 pub(crate) fn outline(source: &str) -> Outline {
@@ -17,7 +40,9 @@ pub(crate) fn outline(source: &str) -> Outline {
     // Inside a heading, its text is gathered apart; inside metadata, nothing is kept.
     let mut heading: Option<(u8, String)> = None;
     let mut metadata = false;
-    let mut code = false;
+    // Inside a code block: its language and its text; inside a table: what it holds so far.
+    let mut code: Option<(String, String)> = None;
+    let mut table: Option<Table> = None;
     for event in Parser::new_ext(source, options) {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
@@ -30,13 +55,34 @@ pub(crate) fn outline(source: &str) -> Outline {
             }
             Event::Start(Tag::MetadataBlock(_)) => metadata = true,
             Event::End(TagEnd::MetadataBlock(_)) => metadata = false,
-            Event::Start(Tag::CodeBlock(_)) => {
-                b.end_block();
-                code = true;
-            }
+            Event::Start(Tag::CodeBlock(kind)) => code = Some((language(&kind), String::new())),
             Event::End(TagEnd::CodeBlock) => {
-                code = false;
-                b.end_block();
+                if let Some((language, text)) = code.take() {
+                    b.code(&language, &text);
+                }
+            }
+            Event::Start(Tag::Table(_)) => table = Some(Table::default()),
+            Event::End(TagEnd::Table) => {
+                if let Some(t) = table.take() {
+                    b.table(&t.header, &t.rows);
+                }
+            }
+            Event::End(TagEnd::TableCell) => {
+                if let Some(t) = &mut table {
+                    let cell = collapse(&std::mem::take(&mut t.cell));
+                    t.row.push(cell);
+                }
+            }
+            Event::End(TagEnd::TableHead) => {
+                if let Some(t) = &mut table {
+                    t.header = std::mem::take(&mut t.row);
+                }
+            }
+            Event::End(TagEnd::TableRow) => {
+                if let Some(t) = &mut table {
+                    let row = std::mem::take(&mut t.row);
+                    t.rows.push(row);
+                }
             }
             Event::Text(text)
             | Event::Code(text)
@@ -44,10 +90,16 @@ pub(crate) fn outline(source: &str) -> Outline {
             | Event::DisplayMath(text)
                 if !metadata =>
             {
-                match &mut heading {
-                    Some((_, gathered)) => gathered.push_str(&text),
-                    None if code => b.preformatted(&text),
-                    None => b.text(&text),
+                match (&mut heading, &mut code, &mut table) {
+                    (Some((_, gathered)), _, _) => gathered.push_str(&text),
+                    (None, Some((_, gathered)), _) => gathered.push_str(&text),
+                    (None, None, Some(t)) => t.cell.push_str(&text),
+                    (None, None, None) => b.text(&text),
+                }
+            }
+            Event::SoftBreak | Event::HardBreak if table.is_some() => {
+                if let Some(t) = &mut table {
+                    t.cell.push(' ');
                 }
             }
             Event::SoftBreak => match &mut heading {
@@ -59,14 +111,11 @@ pub(crate) fn outline(source: &str) -> Outline {
                 TagEnd::Paragraph
                 | TagEnd::Item
                 | TagEnd::BlockQuote(_)
-                | TagEnd::TableHead
-                | TagEnd::TableRow
                 | TagEnd::FootnoteDefinition
                 | TagEnd::DefinitionListTitle
                 | TagEnd::DefinitionListDefinition,
             )
             | Event::Rule => b.end_block(),
-            Event::End(TagEnd::TableCell) => b.text(" "),
             _ => {}
         }
     }
@@ -82,8 +131,9 @@ mod tests {
         let outline = outline(
             "---\ntitle: ignored\n---\n# Help center\n\nWelcome to **the** [help](https://x).\n\n\
              ## Billing\n\n- Pay *monthly*\n- Or `yearly`\n\n<div>raw html</div>\n\n\
-             ### Cancel your plan\n\nGo to Settings.\nThen Cancel.\n\n```sh\nturnstile cancel\n```\n\n\
-             | a | b |\n|---|---|\n| 1 | 2 |\n",
+             ### Cancel your plan\n\nGo to Settings.\nThen Cancel.\n\n\
+             ```sh title=\"run\"\nturnstile cancel   \n\n  --now\n```\n\n    indented()\n\n\
+             | Plan | Price |\n|---|---|\n| Seedling | *free* |\n| | $9 |\n",
         );
         assert_eq!(outline.title.as_deref(), Some("Help center"));
         let texts: Vec<(Vec<&str>, &str)> = outline
@@ -97,7 +147,8 @@ mod tests {
         assert_eq!(texts[2].0, ["Help center", "Billing", "Cancel your plan"]);
         assert_eq!(
             texts[2].1,
-            "Go to Settings. Then Cancel.\n\nturnstile cancel\n\na b\n\n1 2"
+            "Go to Settings. Then Cancel.\n\n```sh\nturnstile cancel\n\n  --now\n```\n\n\
+             ```\nindented()\n```\n\nPlan: Seedling; Price: free\nPrice: $9"
         );
     }
 }

@@ -13,7 +13,9 @@ pub(crate) struct Section {
     /// The id the document itself gives the innermost heading (HTML's `id` attribute, a
     /// Markdown `{#id}`), for links back to the section; `None` when it gives none.
     pub anchor: Option<Rc<str>>,
-    /// Its text: words joined by single spaces, blocks separated by a blank line.
+    /// Its text: blocks separated by a blank line; a prose block is words joined by single
+    /// spaces (`\n` for a line break); a code block is fenced ("```LANG", its lines verbatim,
+    /// blank ones kept, "```"); a table is one line a row, `Header: cell; Header: cell`.
     pub text: String,
 }
 
@@ -42,9 +44,31 @@ impl OutlineBuilder {
         self.text.push(text);
     }
 
-    /// Preformatted text (code): its lines are kept.
-    pub fn preformatted(&mut self, text: &str) {
-        self.text.push_lines(text);
+    /// A code block in the language `language` names (empty when the document names none):
+    /// one block, fenced (a line "```LANG", its lines with trailing spaces trimmed and blank
+    /// lines kept, a line "```"); the blank lines before and after it are left out, and a
+    /// block with no text is nothing.
+    pub fn code(&mut self, language: &str, code: &str) {
+        let lines: Vec<&str> = code.lines().map(str::trim_end).collect();
+        let Some(first) = lines.iter().position(|l| !l.is_empty()) else {
+            return;
+        };
+        let last = lines.iter().rposition(|l| !l.is_empty()).unwrap_or(first);
+        let mut block = format!("```{language}\n");
+        for line in &lines[first..=last] {
+            block.push_str(line);
+            block.push('\n');
+        }
+        block.push_str("```");
+        self.text.push_block(&block);
+    }
+
+    /// A table, as one block of one line a row (see [`crate::table_text`]).
+    pub fn table(&mut self, header: &[String], rows: &[Vec<String>]) {
+        let block = crate::table_text::rows(header, rows);
+        if !block.is_empty() {
+            self.text.push_block(&block);
+        }
     }
 
     /// A block (paragraph, item, cell row) ends: the next text starts a new block.
@@ -140,16 +164,12 @@ impl TextBuf {
         }
     }
 
-    fn push_lines(&mut self, text: &str) {
-        for line in text.lines() {
-            let line = line.trim_end();
-            if line.trim().is_empty() {
-                continue;
-            }
-            self.separate();
-            self.out.push_str(line);
-            self.newline = true;
-        }
+    /// A block of its own, verbatim (a code block's lines, a table's rows).
+    fn push_block(&mut self, block: &str) {
+        self.block = true;
+        self.separate();
+        self.out.push_str(block);
+        self.block = true;
     }
 
     fn separate(&mut self) {
@@ -199,7 +219,8 @@ mod tests {
         b.text("Ask.");
         b.heading(2, "Empty");
         b.heading(2, "Support");
-        b.preformatted("  code line\n\n  second\n");
+        b.code("sh", "\n  code line  \n\n  second\n\n");
+        b.text("After.");
         let outline = b.finish();
         assert_eq!(outline.title.as_deref(), Some("Guide"));
         let got: Vec<(Vec<&str>, &str)> = outline
@@ -213,7 +234,10 @@ mod tests {
                 (vec![], "Intro text."),
                 (vec!["Guide", "Billing"], "Pay monthly.\n\nOr yearly."),
                 (vec!["Guide", "Billing", "Refunds"], "Ask."),
-                (vec!["Guide", "Support"], "  code line\n  second"),
+                (
+                    vec!["Guide", "Support"],
+                    "```sh\n  code line\n\n  second\n```\n\nAfter."
+                ),
             ]
         );
     }

@@ -1,7 +1,9 @@
 //! Scoring one answer against its acceptable ids, with the matching rule of the public dev set
 //! (`../shared/eval/README.md`): a returned id counts if it equals an expected id or starts with
 //! an expected id followed by `.` (`csv` accepts `csv.reader`; `csv.reader` does not accept
-//! `csv`).
+//! `csv`). For corpora built from files (`corpus build`: `PATH#section`, then `/2`, `/3`… for a
+//! section's further passages), `#` and `/` end a prefix too: `guide.html` accepts any passage
+//! of that page, `guide.html#setup` any passage of that section (not `guide.html#setup-1`).
 
 use serde::Serialize;
 
@@ -9,7 +11,9 @@ use serde::Serialize;
 pub fn acceptable(id: &str, expect: &[String]) -> bool {
     expect.iter().any(|e| {
         id == e
-            || (id.len() > e.len() && id.starts_with(e.as_str()) && id.as_bytes()[e.len()] == b'.')
+            || (id.len() > e.len()
+                && id.starts_with(e.as_str())
+                && matches!(id.as_bytes()[e.len()], b'.' | b'#' | b'/'))
     })
 }
 
@@ -110,6 +114,17 @@ mod tests {
         assert!(acceptable("shutil.rmtree", &expect));
         assert!(!acceptable("shutil", &expect), "a parent is not its child");
         assert!(!acceptable("os.remove", &expect));
+    }
+
+    #[test]
+    fn a_page_or_a_section_of_a_built_corpus_accepts_its_passages() {
+        let expect = ids(&["guide.html", "faq.html#setup"]);
+        assert!(acceptable("guide.html#install", &expect));
+        assert!(acceptable("guide.html#install/3", &expect));
+        assert!(acceptable("faq.html#setup/2", &expect));
+        assert!(!acceptable("faq.html#setup-1", &expect), "another section");
+        assert!(!acceptable("faq.html#billing", &expect));
+        assert!(!acceptable("guide.htmlx", &expect));
     }
 
     #[test]
