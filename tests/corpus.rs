@@ -190,7 +190,7 @@ fn what_cannot_be_built_is_refused_and_the_old_file_kept() {
         rows.to_str().unwrap(),
         "--out",
         out_arg,
-        "--max-chars",
+        "--max-tokens",
         "200",
         "--overlap",
         "150",
@@ -198,7 +198,7 @@ fn what_cannot_be_built_is_refused_and_the_old_file_kept() {
     // A check across settings, reported with the settings' other problems (status 2).
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("--overlap: 150 is over half of --max-chars (200)"),
+        stderr.contains("--overlap: 150 is over half of --max-tokens (200)"),
         "{stderr}"
     );
 
@@ -315,7 +315,7 @@ fn rows_of_csv_and_json_lines_become_passages_by_their_named_columns() {
         "--max-chars",
         "1000",
         "--overlap",
-        "100",
+        "20",
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("rows without text: 1"), "{stdout}");

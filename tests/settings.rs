@@ -49,7 +49,7 @@ fn corpus_build_writes_where_the_file_then_the_environment_then_the_flag_says() 
     std::fs::write(dir.join("docs/a.md"), "# Alpha\n\nSome text about alpha.\n").unwrap();
     std::fs::write(
         dir.join("corpus.toml"),
-        "# corpus build's settings\nout = \"from-file.jsonl\"\nmax-chars = 400\noverlap = 50\n",
+        "# corpus build's settings\nout = \"from-file.jsonl\"\nmax-tokens = 400\noverlap = 50\n",
     )
     .unwrap();
     let build = ["corpus", "build", "--config", "corpus.toml", "docs"];
@@ -73,14 +73,14 @@ fn corpus_build_writes_where_the_file_then_the_environment_then_the_flag_says() 
     assert!(written("from-flag.jsonl"), "the flag beats both");
     assert!(!written("from-env.jsonl") && !written("from-file.jsonl"));
 
-    // The file's other settings were in effect: --overlap 50 is fine beside max-chars = 400;
-    // beside the flag's --max-chars 100 it is over half, a problem naming the file's line.
-    with_flag.extend(["--max-chars", "100", "--overlap", "60"]);
+    // The file's other settings were in effect: --overlap 50 is fine beside max-tokens = 400;
+    // beside the flag's --max-tokens 100 it is over half, a problem naming the file's line.
+    with_flag.extend(["--max-tokens", "100", "--overlap", "60"]);
     let (code, _, stderr) = turnstile(dir, &with_flag, &env);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         errors(&stderr),
-        ["--overlap: 60 is over half of --max-chars (100)"]
+        ["--overlap: 60 is over half of --max-tokens (100)"]
     );
 }
 

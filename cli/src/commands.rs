@@ -61,7 +61,8 @@ pub fn cli(required: Required) -> Command {
                     command::<CorpusBuild>(),
                     "Turn files and folders of Markdown, HTML and plain text (and CSV or JSON \
                      Lines with named columns) into a corpus file for `serve --corpus`: passages \
-                     split at headings and at --max-chars with --overlap, ids \
+                     split at headings, then packed from whole blocks within --max-tokens and \
+                     --max-chars with --overlap, ids \
                      `PATH#heading-slug`, titles from the document and its heading path, text \
                      without markup. The same input always gives the same file",
                 )),

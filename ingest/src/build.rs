@@ -22,7 +22,7 @@ pub use crate::error::BuildError;
 use crate::files::{self, Input, Skipped};
 use crate::ids::Ids;
 use crate::manifest;
-use crate::passage::{self, Cut};
+use crate::pack::{self, Cut};
 use crate::reuse::{self, Hashed, Mark, Reuse};
 use crate::summary::{BadRow, MAX_LISTED, Summary};
 use crate::table::{self, Columns};
@@ -39,14 +39,18 @@ pub struct BuildArgs {
     /// the build succeeds.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Most characters in a passage (the corpus allows 2,000).
-    #[arg(long, default_value_t = passage::DEFAULT_MAX_CHARS,
+    /// Most characters in a passage, a hard bound beside --max-tokens (the corpus allows 2,000).
+    #[arg(long, default_value_t = pack::DEFAULT_MAX_CHARS,
           value_parser = clap::value_parser!(u16).range(100..=2000).map(usize::from))]
     pub max_chars: usize,
-    /// Characters of a passage's end that the next passage of the same section repeats (in
-    /// whole words), at most half of --max-chars.
-    #[arg(long, default_value_t = passage::DEFAULT_OVERLAP,
-          value_parser = clap::value_parser!(u16).range(0..=1000).map(usize::from))]
+    /// Most tokens of the embedding model (its WordPiece tokenizer) in a passage.
+    #[arg(long, default_value_t = pack::DEFAULT_MAX_TOKENS,
+          value_parser = clap::value_parser!(u16).range(32..=1024).map(usize::from))]
+    pub max_tokens: usize,
+    /// Tokens of a passage's end that the next passage of the same section repeats (whole
+    /// sentences, else whole words), at most half of --max-tokens.
+    #[arg(long, default_value_t = pack::DEFAULT_OVERLAP,
+          value_parser = clap::value_parser!(u16).range(0..=512).map(usize::from))]
     pub overlap: usize,
     /// CSV and JSON Lines: the column holding a row's id (a row without one gets
     /// `PATH#row-N`).
@@ -78,6 +82,7 @@ impl BuildArgs {
             sources: vec![source.to_owned()],
             out: out.to_owned(),
             max_chars: crate::DEFAULT_MAX_CHARS,
+            max_tokens: crate::DEFAULT_MAX_TOKENS,
             overlap: crate::DEFAULT_OVERLAP,
             id_column: "id".into(),
             title_column: "title".into(),
@@ -103,13 +108,13 @@ impl BuildArgs {
         format!("{shaping:?}")
     }
 
-    /// What is wrong with `--overlap` beside `--max-chars`, if anything (each flag's own bounds
+    /// What is wrong with `--overlap` beside `--max-tokens`, if anything (each flag's own bounds
     /// are its parser's): the check across settings, said without the flag's name.
     pub fn overlap_problem(&self) -> Option<String> {
-        (self.overlap > self.max_chars / 2).then(|| {
+        (self.overlap > self.max_tokens / 2).then(|| {
             format!(
-                "{} is over half of --max-chars ({})",
-                self.overlap, self.max_chars
+                "{} is over half of --max-tokens ({})",
+                self.overlap, self.max_tokens
             )
         })
     }
@@ -130,6 +135,11 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     if let Some(problem) = args.overlap_problem() {
         return Err(BuildError::Settings(format!("--overlap: {problem}")));
     }
+    // Passages are sized by the shipped model's tokenizer: compiled in, so this fails only on a
+    // broken build, and then before anything is read.
+    turnstile_embed::Embedder::shipped().map_err(|e| {
+        BuildError::Settings(format!("the embedding model that sizes passages: {e}"))
+    })?;
     let mut inputs = Vec::new();
     let mut skipped = Vec::new();
     let prefixes = files::prefixes(&args.sources)
@@ -166,6 +176,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         args,
         cut: Cut {
             max_chars: args.max_chars,
+            max_tokens: args.max_tokens,
             overlap: args.overlap,
         },
         columns: Columns {

@@ -1,8 +1,10 @@
 //! What the `ingest_file` fuzz target checks (`fuzz/`, run by `cargo fuzz`: `fuzz/run.sh`): the
 //! builder's readers — Markdown, HTML, plain text, CSV and JSON Lines — and the passage splitter,
-//! on any file and any cut. None panics; every passage is within the corpus's bounds; the
-//! passages are bounded by the input (as many as its sections or rows, and one more for every
-//! stretch of text a passage moves on by); a file refused says where (a row or a line of it).
+//! on any file and any cut. None panics; every passage is within the cut's characters and the
+//! embedding model's tokens, and the corpus's bounds; the passages are bounded by the input (as
+//! many as its sections or rows, and one more for every character of their text that is not
+//! whitespace: each passage holds something new); a file refused says where (a row or a line
+//! of it).
 //! `cargo test` runs the kept cases on stable (`fuzz/seeds/ingest_file/`,
 //! `fuzz/regressions/ingest_file/`). Time is bounded by the fuzzer (`-timeout` in
 //! `fuzz/run.sh`) and the pathological inputs' tests (`crate::pathological`).
@@ -22,7 +24,8 @@ const FORMATS: [Format; 5] = [
 ];
 
 /// The fuzzer's bytes as a file: the first byte picks the format, the next two the cut (as
-/// `--max-chars` 100..=2000 and `--overlap` at most half of it allow), the rest is the file's text
+/// `--max-chars` 100..=2000, `--max-tokens` 32..=1024 from the same byte, and `--overlap` at
+/// most half of the tokens), the rest is the file's text
 /// (as the builder reads it: invalid UTF-8 replaced, a byte-order mark dropped, CRLF as LF).
 ///
 /// # Panics
@@ -33,9 +36,11 @@ pub fn ingest_file(data: &[u8]) {
     };
     let format = FORMATS[usize::from(*pick) % FORMATS.len()];
     let max_chars = 100 + usize::from(*max) * 1900 / 255;
+    let max_tokens = 32 + usize::from(*max) * (1024 - 32) / 255;
     let cut = Cut {
         max_chars,
-        overlap: usize::from(*overlap) * (max_chars / 2) / 255,
+        max_tokens,
+        overlap: usize::from(*overlap) * (max_tokens / 2) / 255,
     };
     let text = String::from_utf8_lossy(rest);
     let text = text
@@ -58,6 +63,8 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
     // eight times the input's (a table's header is repeated on each of its rows, within eight
     // times the table's cells: `table_text`; a tab in a code block's indent may become spaces;
     // everything else shrinks: markup goes, entities become one character).
+    // Characters that are not whitespace in the sections' or rows' text.
+    let mut visible = 0;
     let units = match format {
         Format::Markdown | Format::Html | Format::Text => {
             let outline = match format {
@@ -77,6 +84,11 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
                 .map(|s| s.text.chars().count())
                 .sum();
             assert!(gathered <= 8 * chars, "{gathered} characters from {chars}");
+            visible = outline
+                .sections
+                .iter()
+                .map(|s| s.text.chars().filter(|c| !c.is_whitespace()).count())
+                .sum();
             if let Some(title) = &outline.title {
                 assert!(title.chars().count() <= 4 * chars);
             }
@@ -92,6 +104,10 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
             match rows {
                 Ok(rows) => {
                     assert!(rows.len() <= lines, "{} rows of {lines} lines", rows.len());
+                    visible = rows
+                        .iter()
+                        .map(|r| r.text.chars().filter(|c| !c.is_whitespace()).count())
+                        .sum();
                     rows.len()
                 }
                 Err(why) => {
@@ -102,15 +118,16 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
         }
     };
     let id_path = "docs/fuzz.input";
+    let embedder = turnstile_embed::Embedder::shipped().expect("the shipped model loads");
     let mut passages = Vec::new();
     match passages_from(text, format, id_path, cut, &columns, &mut |p| {
         passages.push(p)
     }) {
         Ok(empty) => {
             assert!(empty <= units);
-            // A passage moves on by at least two thirds of --max-chars less the overlap.
-            let step = cut.max_chars * 2 / 3 - cut.overlap;
-            let most = units + 8 * chars / step;
+            // Each further passage of a section or row holds at least one word (or part of one)
+            // the one before did not.
+            let most = units + visible;
             assert!(
                 passages.len() <= most,
                 "{} passages, at most {most}",
@@ -122,6 +139,10 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
                 assert!(
                     p.text.chars().count() <= cut.max_chars,
                     "a passage too long"
+                );
+                assert!(
+                    embedder.tokens(&p.text).len() <= cut.max_tokens,
+                    "a passage of too many tokens"
                 );
                 assert!(p.title.len() <= MAX_TITLE_BYTES, "a title too long");
                 assert_eq!(p.kind, format.kind());

@@ -9,7 +9,8 @@ use crate::passage::Cut;
 
 const CUT: Cut = Cut {
     max_chars: 1000,
-    overlap: 150,
+    max_tokens: crate::DEFAULT_MAX_TOKENS,
+    overlap: crate::DEFAULT_OVERLAP,
 };
 
 fn outline(source: &str) -> Outline {

@@ -29,8 +29,9 @@ fn read_every_page_of_a_site() {
     pages.sort();
     let (mut spent, mut sections, mut chars, mut passages) = (Duration::ZERO, 0, 0, 0);
     let cut = crate::passage::Cut {
-        max_chars: crate::passage::DEFAULT_MAX_CHARS,
-        overlap: crate::passage::DEFAULT_OVERLAP,
+        max_chars: crate::DEFAULT_MAX_CHARS,
+        max_tokens: crate::DEFAULT_MAX_TOKENS,
+        overlap: crate::DEFAULT_OVERLAP,
     };
     for page in &pages {
         let source = std::fs::read_to_string(page).expect("a readable page");

@@ -13,6 +13,7 @@ use crate::passage::Cut;
 
 const CUT: Cut = Cut {
     max_chars: crate::DEFAULT_MAX_CHARS,
+    max_tokens: crate::DEFAULT_MAX_TOKENS,
     overlap: crate::DEFAULT_OVERLAP,
 };
 
@@ -26,6 +27,7 @@ fn timed<T>(what: &str, work: impl FnOnce() -> T) -> T {
 fn args(source: &Path, out: &Path) -> BuildArgs {
     BuildArgs {
         max_chars: CUT.max_chars,
+        max_tokens: CUT.max_tokens,
         overlap: CUT.overlap,
         ..BuildArgs::one(source, out)
     }
@@ -94,8 +96,10 @@ fn markdown_of_100_000_nested_quotes_and_lists() {
 
 /// A CSV cell of 64 MiB (the 1 GB cell of the issue, scaled down 16×: what matters is that it
 /// is over the 16 MiB a row may have) is a bad row, refused once 16 MiB of it (and the reader's
-/// read-ahead) are read, never held whole; a cell at that bound, 16 MiB less its header, becomes at most one passage per 516 characters (1,000 less
-/// the 150 of overlap, from two thirds of a passage on), each of at most 1,000.
+/// read-ahead) are read, never held whole; a cell at that bound, 16 MiB less its header, one
+/// sentence of words, is cut at words into passages of the default 256 tokens (less the 32 of
+/// overlap: each moves on by about 670 characters of "lorem ipsum", at least 516 asserted), each
+/// within the bounds.
 #[test]
 fn a_huge_csv_cell_is_refused_or_cut() {
     let tmp = tempfile::tempdir().unwrap();
