@@ -12,4 +12,4 @@
 
 mod model;
 
-pub use model::{EmbedError, Embedder, MAX_TEXT_BYTES, TokenWeights};
+pub use model::{EmbedError, Embedder, MAX_TEXT_BYTES, ShippedTokenizer, TokenWeights};

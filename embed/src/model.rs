@@ -36,6 +36,44 @@ pub enum EmbedError {
     },
 }
 
+/// A tokenizer from a Hugging Face `tokenizer.json`, made to give every token of a text.
+fn whole_text_tokenizer(json: &[u8]) -> Result<Tokenizer, EmbedError> {
+    let mut tokenizer =
+        Tokenizer::from_bytes(json).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+    // MPNet's tokenizer pads and truncates to 128 tokens for batching; a static model wants
+    // every token of the text and no padding.
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+    Ok(tokenizer)
+}
+
+/// The shipped model's tokenizer alone, without its vectors (about 60 MB less): what sizes a
+/// text in the model's tokens, as `corpus build` does, without embedding it.
+pub struct ShippedTokenizer {
+    tokenizer: Tokenizer,
+}
+
+impl ShippedTokenizer {
+    /// The tokenizer, loaded once per process.
+    pub fn get() -> Result<&'static ShippedTokenizer, &'static EmbedError> {
+        static SHIPPED: OnceLock<Result<ShippedTokenizer, EmbedError>> = OnceLock::new();
+        SHIPPED
+            .get_or_init(|| {
+                whole_text_tokenizer(SHIPPED_TOKENIZER).map(|tokenizer| Self { tokenizer })
+            })
+            .as_ref()
+    }
+
+    /// How many tokens [`Embedder::tokens`] of the shipped model gives for `text`.
+    pub fn count(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode_fast(bounded(text), false)
+            .map_or(0, |encoding| encoding.get_ids().len())
+    }
+}
+
 /// A static embedding model: a WordPiece tokenizer and one vector per token.
 pub struct Embedder {
     name: String,
@@ -69,14 +107,7 @@ impl Embedder {
     /// A model from a safetensors file with one `embeddings` tensor (`[tokens, dims]`, f16 or
     /// f32) and a Hugging Face `tokenizer.json`.
     pub fn from_bytes(name: &str, vectors: &[u8], tokenizer: &[u8]) -> Result<Self, EmbedError> {
-        let mut tokenizer =
-            Tokenizer::from_bytes(tokenizer).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        // MPNet's tokenizer pads and truncates to 128 tokens for batching; a static model wants
-        // every token of the text and no padding.
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let tokenizer = whole_text_tokenizer(tokenizer)?;
         let (rows, dims, vectors_f32) = read_vectors(vectors)?;
         let known = tokenizer.get_vocab_size(true);
         if known > rows {

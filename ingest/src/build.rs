@@ -137,7 +137,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     }
     // Passages are sized by the shipped model's tokenizer: compiled in, so this fails only on a
     // broken build, and then before anything is read.
-    turnstile_embed::Embedder::shipped().map_err(|e| {
+    turnstile_embed::ShippedTokenizer::get().map_err(|e| {
         BuildError::Settings(format!("the embedding model that sizes passages: {e}"))
     })?;
     let mut inputs = Vec::new();

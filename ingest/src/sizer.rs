@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use turnstile_embed::Embedder;
+use turnstile_embed::ShippedTokenizer;
 
 /// Distinct words whose token counts are kept (each thread forgets them all when it has this
 /// many: a few MiB).
@@ -40,7 +40,7 @@ impl Size {
 
 /// Counts tokens with the shipped model's tokenizer.
 pub(crate) struct Sizer {
-    embedder: Option<&'static Embedder>,
+    embedder: Option<&'static ShippedTokenizer>,
     pub bound: Size,
     /// The last piece measured (its address, length and bound) and what it measured.
     last: Option<((usize, usize, Size), Option<Size>)>,
@@ -52,7 +52,7 @@ impl Sizer {
             // The model is compiled into the binary and `build` checks that it loads before any
             // text is cut; were it not there, a character is counted as a token (ASCII text has
             // no more tokens than characters).
-            embedder: Embedder::shipped().ok(),
+            embedder: ShippedTokenizer::get().ok(),
             bound,
             last: None,
         }
@@ -108,15 +108,15 @@ impl Sizer {
 }
 
 /// The tokens of `word` (no whitespace in it), from the thread's counts when it was seen.
-fn word_tokens(embedder: &Embedder, word: &str) -> usize {
+fn word_tokens(embedder: &ShippedTokenizer, word: &str) -> usize {
     if word.len() > MAX_CACHED_WORD_BYTES {
-        return embedder.tokens(word).len();
+        return embedder.count(word);
     }
     WORD_TOKENS.with_borrow_mut(|known| {
         if let Some(&n) = known.get(word) {
             return n as usize;
         }
-        let n = embedder.tokens(word).len();
+        let n = embedder.count(word);
         if known.len() >= MAX_CACHED_WORDS {
             known.clear();
         }
@@ -157,7 +157,7 @@ impl Sizer {
     /// Tokens of text that is not part of the cut text (a fence), measured whole.
     pub fn unmemoized(&self, piece: &str) -> usize {
         match self.embedder {
-            Some(embedder) => embedder.tokens(piece).len(),
+            Some(embedder) => embedder.count(piece),
             None => piece.chars().filter(|c| !c.is_whitespace()).count(),
         }
     }
@@ -166,6 +166,7 @@ impl Sizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use turnstile_embed::Embedder;
 
     const BOUND: Size = Size {
         tokens: 40,
