@@ -12,6 +12,7 @@ mod index;
 mod ivf;
 mod labels;
 mod limits;
+pub mod metadata;
 #[doc(hidden)]
 pub mod open_cost;
 mod parallel;
