@@ -22,6 +22,7 @@ pub use crate::error::BuildError;
 use crate::files::{self, Input, Skipped};
 use crate::ids::Ids;
 use crate::manifest;
+use crate::meta::Fields;
 use crate::pack::{self, Cut};
 use crate::reuse::{self, Hashed, Mark, Reuse};
 use crate::summary::{BadRow, MAX_LISTED, Summary};
@@ -72,6 +73,11 @@ pub struct BuildArgs {
     /// has its passages copied from the last output, when the settings are the same.
     #[arg(long)]
     pub full: bool,
+    /// Where the documents are published (`https://docs.example.com/help`): each passage's url
+    /// is then this, `/` and its file's path (`…/guide/cancel.md#refunds`) rather than the path
+    /// alone. A document's front matter `url` wins over both.
+    #[arg(long, value_name = "URL", value_parser = crate::meta::check_base_url)]
+    pub base_url: Option<String>,
 }
 
 #[cfg(test)]
@@ -89,6 +95,7 @@ impl BuildArgs {
             text_column: "text".into(),
             skip_bad_rows: false,
             full: false,
+            base_url: None,
         }
     }
 }
@@ -120,13 +127,18 @@ impl BuildArgs {
     }
 }
 
-/// One line of the corpus file, its keys in the loader's order.
+/// One line of the corpus file, its keys in the loader's order; `url` and `fields` left out
+/// when there are none.
 #[derive(Serialize)]
 struct Line<'a> {
     id: &'a str,
     kind: &'a str,
     title: &'a str,
     text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Fields::is_empty")]
+    fields: &'a Fields,
 }
 
 /// Builds the corpus `args.out` from `args.sources`; `progress` shows a bar on a terminal for
@@ -380,20 +392,21 @@ impl Run<'_> {
         // Each passage written as it is cut; the first write that fails stops the build.
         let mut failed = None;
         let (writer, skipped, inputs) = (&mut self.writer, &mut self.skipped, self.inputs);
-        let outcome =
-            document_passages(&source, input.format, &input.id_path, self.cut, &mut |p| {
-                if failed.is_some() {
-                    return;
-                }
-                if p.id.len() > MAX_ID_BYTES {
-                    skipped.push(files::skip(
-                        &input.path,
-                        format!("a passage's id is over {MAX_ID_BYTES} bytes"),
-                    ));
-                } else if let Err(e) = writer.write(&p, at, inputs) {
-                    failed = Some(e);
-                }
-            });
+        let base_url = self.args.base_url.as_deref();
+        let (format, cut) = (input.format, self.cut);
+        let outcome = document_passages(&source, format, &input.id_path, cut, base_url, &mut |p| {
+            if failed.is_some() {
+                return;
+            }
+            if p.id.len() > MAX_ID_BYTES {
+                skipped.push(files::skip(
+                    &input.path,
+                    format!("a passage's id is over {MAX_ID_BYTES} bytes"),
+                ));
+            } else if let Err(e) = writer.write(&p, at, inputs) {
+                failed = Some(e);
+            }
+        });
         if let Some(e) = failed {
             return Err(e);
         }
@@ -529,9 +542,11 @@ impl Writer {
     fn write(&mut self, p: &Passage, at: usize, inputs: &[Input]) -> Result<(), BuildError> {
         let mut line = serde_json::to_vec(&Line {
             id: &p.id,
-            kind: p.kind,
+            kind: &p.kind,
             title: &p.title,
             text: &p.text,
+            url: p.url.as_deref(),
+            fields: &p.fields,
         })
         .map_err(|e| BuildError::Settings(e.to_string()))?;
         line.push(b'\n');

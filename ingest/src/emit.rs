@@ -2,11 +2,16 @@
 //! passages all at once: a file of many small sections under a long title would hold each
 //! title again in memory): ids from the file and the heading (`path#heading-slug`, then
 //! `/2`, `/3`… for the further passages of a section), titles from the document and the
-//! heading path.
+//! heading path; what the document or the row says of itself carried beside (its kind, its url,
+//! its fields: [`crate::meta`]).
 
+use std::borrow::Cow;
 use std::path::Path;
+use std::rc::Rc;
 
 use crate::files::Format;
+use crate::front_matter::{self, FrontMatter};
+use crate::meta::{self, Fields};
 use crate::passage::{self, Cut, Fragments};
 use crate::table::Row;
 
@@ -16,43 +21,83 @@ pub(crate) const MAX_ID_BYTES: usize = 512;
 /// A passage before it is written.
 pub(crate) struct Passage {
     pub(crate) id: String,
-    pub(crate) kind: &'static str,
+    pub(crate) kind: Cow<'static, str>,
     pub(crate) title: String,
     pub(crate) text: String,
+    /// Its link back, within the corpus's bounds; `None` for a row without a `url`.
+    pub(crate) url: Option<String>,
+    /// Its document's or row's fields, within the corpus's bounds (shared by its passages).
+    pub(crate) fields: Rc<Fields>,
+}
+
+/// What every passage of a section or a row carries beside its text.
+struct Carried<'a> {
+    kind: &'a Cow<'static, str>,
+    url: Option<&'a str>,
+    fields: &'a Rc<Fields>,
 }
 
 /// The passages of `source`, a document (Markdown, HTML, text) whose path in ids is `id_path`,
-/// each handed to `emit` in order. `Err` says why the file is skipped, and comes before any
-/// passage is handed on.
+/// each handed to `emit` in order; its url is that path, after `base_url` when there is one
+/// (`--base-url`), unless its front matter names one. `Err` says why the file is skipped, and
+/// comes before any passage is handed on.
 pub(crate) fn document_passages(
     source: &str,
     format: Format,
     id_path: &str,
     cut: Cut,
+    base_url: Option<&str>,
     emit: &mut dyn FnMut(Passage),
 ) -> Result<(), String> {
-    let kind = format.kind();
     let stem = Path::new(id_path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let outline = match format {
-        Format::Markdown => crate::markdown::outline(source),
-        Format::Html => crate::html::outline(source)?,
-        _ => crate::text::outline(source),
+    let (outline, front) = match format {
+        Format::Markdown => {
+            let read = crate::markdown::read(source);
+            let front = match read.front_matter {
+                Some((style, text)) => front_matter::parse(style, &text)?,
+                None => FrontMatter::default(),
+            };
+            (read.outline, front)
+        }
+        Format::Html => (crate::html::outline(source)?, FrontMatter::default()),
+        _ => (crate::text::outline(source), FrontMatter::default()),
     };
-    let document = outline.title.unwrap_or(stem);
+    let url = match front.url {
+        Some(url) => url,
+        None => meta::document_url(base_url, id_path)?,
+    };
+    let kind = front.kind.map_or(Cow::Borrowed(format.kind()), Cow::Owned);
+    let fields = Rc::new(front.fields);
+    let document = front.title.or(outline.title).unwrap_or(stem);
     let mut fragments = Fragments::default();
     for section in outline.sections {
-        let base = match section.headings.last() {
-            None => id_path.to_owned(),
-            Some(h) => format!("{id_path}#{}", fragments.next(h)),
+        let (base, slug) = match section.headings.last() {
+            None => (id_path.to_owned(), None),
+            Some(h) => {
+                let fragment = fragments.next(h);
+                (format!("{id_path}#{fragment}"), Some(fragment))
+            }
         };
+        // The anchor the document gives the section; for Markdown, else the one GitHub gives
+        // its heading (the id's fragment).
+        let anchor = section
+            .anchor
+            .as_deref()
+            .or(slug.as_deref().filter(|_| format == Format::Markdown));
+        let section_url = anchor.map_or_else(|| url.clone(), |a| meta::with_fragment(&url, a));
         let mut parts = vec![document.as_str()];
         parts.extend(section.headings.iter().map(|h| &**h));
         let title = passage::title(&parts);
         let texts = passage::split(&section.text, cut);
-        parts_of(&base, kind, &title, texts, emit);
+        let carried = Carried {
+            kind: &kind,
+            url: Some(&section_url),
+            fields: &fields,
+        };
+        parts_of(&base, &carried, &title, texts, emit);
     }
     Ok(())
 }
@@ -85,7 +130,13 @@ pub(crate) fn row_passages(
             "an id over {MAX_ID_BYTES} bytes (its passage `/{n}`)"
         ));
     }
-    parts_of(&base, kind, &title, texts, emit);
+    let kind = row.kind.map_or(Cow::Borrowed(kind), Cow::Owned);
+    let carried = Carried {
+        kind: &kind,
+        url: row.url.as_deref(),
+        fields: &Rc::new(row.fields),
+    };
+    parts_of(&base, &carried, &title, texts, emit);
     Ok(())
 }
 
@@ -100,12 +151,15 @@ pub(crate) fn passages_from(
     id_path: &str,
     cut: Cut,
     columns: &crate::table::Columns,
+    base_url: Option<&str>,
     emit: &mut dyn FnMut(Passage),
 ) -> Result<usize, String> {
     let read: crate::table::Rows = match format {
         Format::Csv => crate::table::csv_rows,
         Format::Jsonl => crate::table::jsonl_rows,
-        _ => return document_passages(source, format, id_path, cut, emit).map(|()| 0),
+        _ => {
+            return document_passages(source, format, id_path, cut, base_url, emit).map(|()| 0);
+        }
     };
     let rows = crate::table::all_rows(read, source, columns)?;
     let mut empty = 0;
@@ -124,7 +178,7 @@ pub(crate) fn passages_from(
 /// `base/2`, `base/3`…
 fn parts_of(
     base: &str,
-    kind: &'static str,
+    carried: &Carried<'_>,
     title: &str,
     texts: Vec<String>,
     emit: &mut dyn FnMut(Passage),
@@ -136,9 +190,11 @@ fn parts_of(
             } else {
                 format!("{base}/{}", i + 1)
             },
-            kind,
+            kind: carried.kind.clone(),
             title: title.to_owned(),
             text,
+            url: carried.url.map(str::to_owned),
+            fields: Rc::clone(carried.fields),
         });
     }
 }

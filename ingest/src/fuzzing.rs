@@ -3,11 +3,13 @@
 //! on any file and any cut. None panics; every passage is within the cut's characters and the
 //! embedding model's tokens, and the corpus's bounds; the passages are bounded by the input (as
 //! many as its sections or rows, and one more for every character of their text that is not
-//! whitespace: each passage holds something new); a file refused says where (a row or a line
-//! of it).
+//! whitespace: each passage holds something new); every kind, url and fields written pass the
+//! corpus's checks; a file refused says where (a row or a line of it) or why (its front matter).
 //! `cargo test` runs the kept cases on stable (`fuzz/seeds/ingest_file/`,
 //! `fuzz/regressions/ingest_file/`). Time is bounded by the fuzzer (`-timeout` in
 //! `fuzz/run.sh`) and the pathological inputs' tests (`crate::pathological`).
+
+use turnstile_corpus::metadata::{check_fields, check_url};
 
 use crate::emit::passages_from;
 use crate::files::Format;
@@ -47,11 +49,13 @@ pub fn ingest_file(data: &[u8]) {
         .strip_prefix('\u{feff}')
         .unwrap_or(&text)
         .replace("\r\n", "\n");
-    check(&text, format, cut);
+    // The first byte's high bit: urls after a `--base-url`.
+    let base_url = (pick & 0x80 != 0).then_some("https://docs.example.com/help");
+    check(&text, format, cut, base_url);
 }
 
-/// The invariants on one text of one format, cut by `cut`.
-pub(crate) fn check(text: &str, format: Format, cut: Cut) {
+/// The invariants on one text of one format, cut by `cut`, its urls after `base_url`.
+pub(crate) fn check(text: &str, format: Format, cut: Cut, base_url: Option<&str>) {
     let columns = Columns {
         id: "id".into(),
         title: "title".into(),
@@ -120,7 +124,7 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
     let id_path = "docs/fuzz.input";
     let embedder = turnstile_embed::Embedder::shipped().expect("the shipped model loads");
     let mut passages = Vec::new();
-    match passages_from(text, format, id_path, cut, &columns, &mut |p| {
+    match passages_from(text, format, id_path, cut, &columns, base_url, &mut |p| {
         passages.push(p)
     }) {
         Ok(empty) => {
@@ -145,7 +149,13 @@ pub(crate) fn check(text: &str, format: Format, cut: Cut) {
                     "a passage of too many tokens"
                 );
                 assert!(p.title.len() <= MAX_TITLE_BYTES, "a title too long");
-                assert_eq!(p.kind, format.kind());
+                assert_eq!(crate::meta::check_kind(&p.kind), Ok(()));
+                if let Some(url) = &p.url {
+                    assert_eq!(check_url(url), Ok(()));
+                }
+                assert_eq!(check_fields(&p.fields), Ok(()));
+                // Every document passage links back; a row's only by its own `url`.
+                assert!(p.url.is_some() || format.is_table());
             }
         }
         Err(why) => refused_at_a_row(&why, format, lines),
@@ -173,6 +183,7 @@ fn refused_at_a_row(why: &str, format: Format, lines: usize) {
             why,
             format!("elements nested over {} deep", crate::html_depth::MAX_DEPTH)
         ),
+        Format::Markdown => assert!(why.starts_with("front matter: "), "{why}"),
         _ => panic!("a document refused: {why}"),
     }
 }

@@ -65,11 +65,11 @@ fn outline_of(document: &Html) -> Outline {
         {
             b.title(&text_of(title));
         }
-        let mut walk = Walk { content, b };
+        let mut walk = Walk { content, b: &mut b };
         for root in roots {
             walk.node(*root, 0);
         }
-        walk.b.finish()
+        b.finish()
     };
     let main = read(Some(&content), &content.roots);
     if !main.sections.is_empty() || content.mostly_links(document) {
@@ -78,14 +78,26 @@ fn outline_of(document: &Html) -> Outline {
     read(None, &[*document.root_element()])
 }
 
-/// A walk over the part of a page that is read, into an outline.
-struct Walk<'c, 'a> {
-    /// What to leave out; `None` reads everything.
-    content: Option<&'c Content<'a>>,
-    b: OutlineBuilder,
+/// A block of raw HTML inside a Markdown document, read into its outline as a page is (its
+/// text kept, its tags gone, scripts and styles left out whole), a block of its own. A block
+/// nested deeper than [`MAX_DEPTH`] gives nothing.
+pub(crate) fn raw_block(source: &str, b: &mut OutlineBuilder) {
+    b.end_block();
+    if let Some(document) = parse_within_depth(source) {
+        let mut walk = Walk { content: None, b };
+        walk.node(*document.root_element(), 0);
+    }
+    b.end_block();
 }
 
-impl Walk<'_, '_> {
+/// A walk over the part of a page that is read, into an outline.
+struct Walk<'c, 'a, 'b> {
+    /// What to leave out; `None` reads everything.
+    content: Option<&'c Content<'a>>,
+    b: &'b mut OutlineBuilder,
+}
+
+impl Walk<'_, '_, '_> {
     /// `node` and what it holds. Recursive, so bounded by [`MAX_DEPTH`] (which the parse
     /// guarantees: this is a second guard).
     fn node(&mut self, node: NodeRef<'_, Node>, depth: usize) {

@@ -19,9 +19,14 @@ fn outline(source: &str) -> Outline {
 
 fn passages(source: &str) -> Vec<Passage> {
     let mut out = Vec::new();
-    document_passages(source, Format::Html, "help/page.html", CUT, &mut |p| {
-        out.push(p)
-    })
+    document_passages(
+        source,
+        Format::Html,
+        "help/page.html",
+        CUT,
+        None,
+        &mut |p| out.push(p),
+    )
     .expect("a page read");
     out
 }

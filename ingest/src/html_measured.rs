@@ -56,6 +56,7 @@ fn read_every_page_of_a_site() {
             crate::files::Format::Html,
             "page",
             cut,
+            None,
             &mut |p| {
                 passages += 1;
                 if std::env::var_os("TURNSTILE_HTML_PASSAGES").is_some() {

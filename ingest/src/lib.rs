@@ -23,6 +23,7 @@ mod emit;
 mod encoding;
 mod error;
 mod files;
+mod front_matter;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -38,6 +39,7 @@ mod incremental_built;
 mod main_content;
 mod manifest;
 mod markdown;
+mod meta;
 mod outline;
 mod pack;
 mod passage;

@@ -26,7 +26,7 @@ const FORMAT: u32 = 1;
 /// The version of what the readers and the splitter make of a file, beside the flags: raise it
 /// when the same file and flags give other passages than before, so that no build reuses
 /// passages made the old way.
-pub(crate) const PASSAGES_VERSION: u32 = 1;
+pub(crate) const PASSAGES_VERSION: u32 = 2;
 
 /// Largest manifest read, in bytes (about 150 bytes a file: millions of files).
 const MAX_MANIFEST_BYTES: u64 = 1 << 30;

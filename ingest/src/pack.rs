@@ -710,6 +710,7 @@ mod tests {
                 ..CUT
             },
             &columns,
+            None,
             &mut |p| ids.push(p.id),
         )
         .unwrap();

@@ -60,7 +60,7 @@ fn html_of_100_000_nested_divs() {
             "{what}"
         );
         timed(&format!("html, 100,000 {what}: invariants"), || {
-            check(&source, Format::Html, CUT)
+            check(&source, Format::Html, CUT, None)
         });
     }
 }
@@ -89,7 +89,7 @@ fn markdown_of_100_000_nested_quotes_and_lists() {
         assert!(outline.sections.len() <= 1, "{what}");
         timed(
             &format!("markdown, 100,000 nested {what}: invariants"),
-            || check(&source, Format::Markdown, CUT),
+            || check(&source, Format::Markdown, CUT, None),
         );
     }
 }
@@ -139,6 +139,7 @@ fn a_huge_csv_cell_is_refused_or_cut() {
                 title: "title".into(),
                 text: "text".into(),
             },
+            None,
             &mut |p| passages.push(p),
         )
         .unwrap()
@@ -174,7 +175,7 @@ fn a_million_headings() {
     // Each line: an id `headings.md#h123-456`, a title `Headings › H123`, the word, the keys.
     assert!(summary.bytes <= 100 * n as u64, "{} bytes", summary.bytes);
     timed("markdown, a million headings: invariants", || {
-        check(&text, Format::Markdown, CUT)
+        check(&text, Format::Markdown, CUT, None)
     });
 }
 

@@ -1,13 +1,23 @@
 //! Rows of a CSV file (with a header) or a JSON Lines file (an object per line) into
-//! passages' sources: each row's text, its title and its id from named columns.
+//! passages' sources: each row's text, its title and its id from named columns; its `kind` and
+//! `url` from the columns of those names, and every other column a field (a CSV cell as a
+//! string; a JSON value if a string, number, boolean or a list of those), all within the
+//! corpus's bounds or the row is bad.
 
 use std::cell::Cell;
 use std::io::{BufRead, Read};
 use std::ops::ControlFlow;
 
 use serde_json::Value;
+use turnstile_corpus::metadata::{check_fields, check_url};
 
 use crate::files::MAX_ROW_BYTES;
+use crate::meta::{Fields, check_kind, flat};
+
+/// The column holding a row's kind.
+const KIND: &str = "kind";
+/// The column holding a row's url.
+const URL: &str = "url";
 
 /// Which columns hold what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +40,36 @@ pub(crate) struct Row {
     pub id: Option<String>,
     pub title: Option<String>,
     pub text: String,
+    /// Its `kind` column (checked), if it has one.
+    pub kind: Option<String>,
+    /// Its `url` column (checked), if it has one.
+    pub url: Option<String>,
+    /// Its other columns (checked).
+    pub fields: Fields,
+}
+
+impl Columns {
+    /// Whether `name` is the id's, the title's or the text's column.
+    fn named(&self, name: &str) -> bool {
+        name == self.id || name == self.title || name == self.text
+    }
+}
+
+/// A row's kind, url and fields checked: `Err` says which breaks the corpus's bounds, quoting
+/// none of them.
+fn checked(
+    kind: Option<String>,
+    url: Option<String>,
+    fields: Fields,
+) -> Result<(Option<String>, Option<String>, Fields), String> {
+    if let Some(kind) = &kind {
+        check_kind(kind).map_err(|why| format!("`{KIND}`: {why}"))?;
+    }
+    if let Some(url) = &url {
+        check_url(url).map_err(|why| format!("`{URL}`: {why}"))?;
+    }
+    check_fields(&fields).map_err(|why| format!("its other columns: {why}"))?;
+    Ok((kind, url, fields))
 }
 
 /// A row that cannot be read, and where it starts.
@@ -94,6 +134,19 @@ pub(crate) fn csv_rows(
         return Ok(());
     };
     let (id, title) = (find(&columns.id), find(&columns.title));
+    let (kind, url) = (
+        find(KIND).filter(|_| !columns.named(KIND)),
+        find(URL).filter(|_| !columns.named(URL)),
+    );
+    // The other columns, by name (a column without a name, as an index written by pandas, is
+    // left out).
+    let others: Vec<(usize, String)> = headers
+        .iter()
+        .map(str::trim)
+        .enumerate()
+        .filter(|(_, h)| !h.is_empty() && !columns.named(h) && *h != KIND && *h != URL)
+        .map(|(at, h)| (at, h.to_owned()))
+        .collect();
     let mut record = csv::StringRecord::new();
     for number in 1.. {
         let before = reader.position().clone();
@@ -106,13 +159,24 @@ pub(crate) fn csv_rows(
                         .map(|v| v.trim().replace("\r\n", "\n"))
                         .filter(|v| !v.is_empty())
                 };
-                Ok(Row {
-                    number,
-                    line: line_of(record.position().unwrap_or(&before)),
-                    id: field(id),
-                    title: field(title),
-                    text: field(Some(text)).unwrap_or_default(),
-                })
+                let line = line_of(record.position().unwrap_or(&before));
+                let fields = others
+                    .iter()
+                    .filter_map(|(at, name)| Some((name.clone(), Value::String(field(Some(*at))?))))
+                    .collect();
+                match checked(field(kind), field(url), fields) {
+                    Ok((kind, url, fields)) => Ok(Row {
+                        number,
+                        line,
+                        id: field(id),
+                        title: field(title),
+                        text: field(Some(text)).unwrap_or_default(),
+                        kind,
+                        url,
+                        fields,
+                    }),
+                    Err(why) => Err(BadRow { line, why }),
+                }
             }
             Err(e) => {
                 let line = match e.position() {
@@ -286,12 +350,32 @@ fn jsonl_row(line: &[u8], number: usize, columns: &Columns) -> Result<Option<Row
             Some(_) => Err(format!("`{name}` must be a string")),
         }
     };
+    let string = |name: &str| -> Result<Option<String>, String> {
+        match object.get(name) {
+            _ if columns.named(name) => Ok(None),
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
+            Some(_) => Err(format!("`{name}` must be a string")),
+        }
+    };
+    let (id, title) = (field(&columns.id)?, field(&columns.title)?);
+    let text = field(&columns.text)?.ok_or_else(|| format!("no `{}` field", columns.text))?;
+    let (kind, url) = (string(KIND)?, string(URL)?);
+    let fields = object
+        .into_iter()
+        .filter(|(name, _)| !columns.named(name) && name != KIND && name != URL)
+        .filter_map(|(name, value)| Some((name, flat(value)?)))
+        .collect();
+    let (kind, url, fields) = checked(kind, url, fields)?;
     Ok(Some(Row {
         number,
         line: number,
-        id: field(&columns.id)?,
-        title: field(&columns.title)?,
-        text: field(&columns.text)?.ok_or_else(|| format!("no `{}` field", columns.text))?,
+        id,
+        title,
+        text,
+        kind,
+        url,
+        fields,
     }))
 }
 
