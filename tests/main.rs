@@ -27,6 +27,7 @@ mod hostile;
 mod http;
 mod kit;
 mod languages;
+mod links;
 mod live;
 mod load;
 mod logging;

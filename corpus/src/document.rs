@@ -4,6 +4,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::CorpusError;
+use super::metadata::{Fields, check_fields, check_url};
 use super::regular_file::RegularFile;
 
 /// The corpus shipped with turnstile (see `corpus/README.md`), embedded so `serve` needs no files.
@@ -39,6 +40,15 @@ pub struct Document {
     pub title: String,
     /// The cleaned docstring.
     pub text: String,
+    /// Where the document can be read, for an answer to link back: `http`, `https` or a relative
+    /// reference such as `guide/cancel.html#refunds` (see [`check_url`]); returned with each
+    /// source, never searched.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The document's own fields (front matter, a row's other columns): flat and bounded (see
+    /// [`check_fields`]); returned with each source, never searched. An empty object is none.
+    #[serde(default)]
+    pub fields: Option<Fields>,
 }
 
 fn default_kind() -> String {
@@ -166,6 +176,16 @@ pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
         if doc.text.chars().count() > MAX_TEXT_CHARS {
             return Err(bad(format!("text over {MAX_TEXT_CHARS} characters")));
         }
+        if let Some(url) = &doc.url {
+            check_url(url).map_err(bad)?;
+        }
+        let mut doc = doc;
+        if doc.fields.as_ref().is_some_and(Fields::is_empty) {
+            doc.fields = None;
+        }
+        if let Some(fields) = &doc.fields {
+            check_fields(fields).map_err(bad)?;
+        }
         if let Some(first) = seen.insert(doc.id.clone(), i + 1) {
             return Err(bad(format!("the same id as line {first}")));
         }
@@ -183,7 +203,7 @@ fn json_problem(error: &serde_json::Error) -> String {
         Category::Syntax | Category::Io => format!("not valid JSON (column {column})"),
         Category::Eof => "not valid JSON (it ends too early)".to_owned(),
         Category::Data => format!(
-            "not a document {{\"id\", \"kind\"?, \"title\", \"text\"}} of strings: a field is missing, unknown, repeated or not a string (column {column})"
+            "not a document {{\"id\", \"kind\"?, \"title\", \"text\", \"url\"?, \"fields\"?}} (strings, and an object of fields): a field is missing, unknown, repeated or of the wrong type (column {column})"
         ),
     }
 }
@@ -293,6 +313,53 @@ mod tests {
                 matches!(&err, CorpusError::BadDocument { line: 2, reason } if reason.contains("kind must be")),
                 "{kind}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn a_url_and_fields_load_checked_and_an_empty_object_is_none() {
+        let docs = load_documents(
+            concat!(
+                r#"{"id":"a","title":"A","text":"x","url":"https://h.example/a#b","fields":{"tags":["x","y"],"n":1}}"#,
+                "\n",
+                r#"{"id":"b","title":"B","text":"x","url":"b.html","fields":{}}"#,
+                "\n",
+                r#"{"id":"c","title":"C","text":"x"}"#,
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(docs[0].url.as_deref(), Some("https://h.example/a#b"));
+        assert_eq!(
+            serde_json::Value::Object(docs[0].fields.clone().unwrap()),
+            serde_json::json!({"tags": ["x", "y"], "n": 1})
+        );
+        assert_eq!(
+            (docs[1].url.as_deref(), docs[1].fields.is_none()),
+            (Some("b.html"), true)
+        );
+        assert_eq!(
+            (docs[2].url.is_none(), docs[2].fields.is_none()),
+            (true, true)
+        );
+        for (line, says) in [
+            (
+                r#"{"id":"d","title":"","text":"","url":"file:///etc/canary"}"#,
+                "no other scheme",
+            ),
+            (r#"{"id":"d","title":"","text":"","url":""}"#, "url must be"),
+            (
+                r#"{"id":"d","title":"","text":"","fields":{"canary":{"x":1}}}"#,
+                "a list of those",
+            ),
+            (
+                r#"{"id":"d","title":"","text":"","fields":[1]}"#,
+                "wrong type",
+            ),
+        ] {
+            let err = load_documents(line.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains("line 1") && err.contains(says), "{err}");
+            assert!(!err.contains("canary"), "{err}");
         }
     }
 

@@ -17,7 +17,7 @@ use super::{CorpusError, checksum, term_index, vectors};
 /// 6: the `ivf` table (a large corpus's inverted file over its vectors, built with the index).
 /// 7: the `term_index` table replaces `postings`, `doc_sizes` and `doc_terms` (arrays, loaded
 ///    fast); the file's checksum beside it is an xxh3-128, checked instead of FTS5's integrity.
-const SCHEMA_VERSION: &str = "7";
+const SCHEMA_VERSION: &str = "8";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -270,6 +270,22 @@ fn content_checksum(conn: &Connection) -> rusqlite::Result<(u64, String)> {
         }
         count += 1;
     }
+    // The links, which only some documents have: each with its document's rowid.
+    let mut stmt = conn.prepare("SELECT doc, url, fields FROM links ORDER BY doc")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        hasher.update(row.get::<_, i64>(0)?.to_le_bytes());
+        for i in 1..3 {
+            match row.get_ref(i)?.as_str_or_null()? {
+                Some(text) => {
+                    hasher.update([1u8]);
+                    hasher.update(text.as_bytes());
+                }
+                None => hasher.update([0u8]),
+            }
+            hasher.update([0u8]);
+        }
+    }
     Ok((count, hex::encode(hasher.finalize())))
 }
 
@@ -289,18 +305,30 @@ fn build(path: &Path, docs: Vec<Document>, sha256: &str, model: &Embedder) -> ru
              id UNINDEXED, kind UNINDEXED, title, text,
              tokenize = '{TOKENIZER}'
          );
-         CREATE TABLE ids (id TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;"
+         CREATE TABLE ids (id TEXT PRIMARY KEY, doc INTEGER NOT NULL) WITHOUT ROWID;
+         CREATE TABLE links (doc INTEGER PRIMARY KEY, url TEXT, fields TEXT);"
     ))?;
     let tx = conn.transaction()?;
     {
         let mut insert =
             tx.prepare("INSERT INTO docs (id, kind, title, text) VALUES (?1, ?2, ?3, ?4)")?;
         let mut insert_id = tx.prepare("INSERT INTO ids (id, doc) VALUES (?1, ?2)")?;
+        let mut insert_link =
+            tx.prepare("INSERT INTO links (doc, url, fields) VALUES (?1, ?2, ?3)")?;
         let mut rowids = Vec::with_capacity(documents);
         for d in &docs {
             insert.execute(params![d.id, d.kind, d.title, d.text])?;
             let rowid = tx.last_insert_rowid();
             insert_id.execute(params![d.id, rowid])?;
+            if d.url.is_some() || d.fields.is_some() {
+                let fields = d
+                    .fields
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                insert_link.execute(params![rowid, d.url, fields])?;
+            }
             rowids.push((rowid, d));
         }
         vectors::build(&tx, model, &rowids)?;

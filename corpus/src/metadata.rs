@@ -20,6 +20,27 @@ pub const MAX_FIELDS_BYTES: usize = 4096;
 /// A document's fields: names to flat JSON values.
 pub type Fields = Map<String, Value>;
 
+/// What `/retrieve` returns with a source beside its id and text: the document's url and its
+/// fields, as its corpus line gave them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Link {
+    /// See [`crate::Document::url`].
+    pub url: Option<String>,
+    /// See [`crate::Document::fields`].
+    pub fields: Option<Fields>,
+}
+
+impl Link {
+    /// The link as the index stores it: the url, and the fields as compact JSON (an object
+    /// that does not parse, which a checked index never holds, is none).
+    pub(crate) fn stored(url: Option<String>, fields: Option<String>) -> Self {
+        Self {
+            url,
+            fields: fields.and_then(|f| serde_json::from_str(&f).ok()),
+        }
+    }
+}
+
 /// Whether `url` may be a document's link back: 1..=[`MAX_URL_BYTES`] bytes without white space
 /// or control characters; an absolute url of the `http` or `https` scheme with a host, or a
 /// relative reference (`guide/cancel.html#refunds`, `/help`, `#top`, `?page=2`). `Err` says what
@@ -70,7 +91,9 @@ pub fn check_fields(fields: &Fields) -> Result<(), String> {
         return Err(format!("fields must be at most {MAX_FIELDS} names"));
     }
     for (name, value) in fields {
-        if name.is_empty() || name.len() > MAX_FIELD_NAME_BYTES || name.chars().any(char::is_control)
+        if name.is_empty()
+            || name.len() > MAX_FIELD_NAME_BYTES
+            || name.chars().any(char::is_control)
         {
             return Err(format!(
                 "a field name must be 1..={MAX_FIELD_NAME_BYTES} bytes without control characters"
@@ -146,7 +169,8 @@ mod tests {
 
     #[test]
     fn fields_are_flat_few_and_small() {
-        let ok = json!({"tags": ["billing", "plans"], "version": 3, "draft": false, "author": "Ana"});
+        let ok =
+            json!({"tags": ["billing", "plans"], "version": 3, "draft": false, "author": "Ana"});
         assert_eq!(check_fields(ok.as_object().unwrap()), Ok(()));
         for bad in [
             json!({"nested": {"a": 1}}),

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::disjunction;
 use super::ivf;
 use super::limits::SessionLimits;
+use super::metadata::Link;
 use super::reader::Reader;
 use super::shared::PoolInner;
 use super::term_index::Phrase;
@@ -60,8 +61,13 @@ pub struct CorpusSession {
 }
 
 /// Looking a document up by id goes through the `ids` table (an index), never a scan of `docs`.
-const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text \
-     FROM ids JOIN docs AS d ON d.rowid = ids.doc WHERE ids.id = ?1";
+const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text, l.url, l.fields \
+     FROM ids JOIN docs AS d ON d.rowid = ids.doc LEFT JOIN links AS l ON l.doc = ids.doc \
+     WHERE ids.id = ?1";
+
+/// A document's url and fields, by id: only documents that have either have a row.
+const LINK_SQL: &str =
+    "SELECT l.url, l.fields FROM ids JOIN links AS l ON l.doc = ids.doc WHERE ids.id = ?1";
 
 /// A document's stored f32 vector, by rowid: the candidates of a large corpus's inverted file
 /// are scored with it (`vectors.rs`).
@@ -394,14 +400,38 @@ impl CorpusSession {
         self.budgeted(|conn| {
             conn.prepare_cached(GET_SQL)?
                 .query_row([id], |r| {
+                    let link = Link::stored(r.get(4)?, r.get(5)?);
                     Ok(Document {
                         id: r.get(0)?,
                         kind: r.get(1)?,
                         title: r.get(2)?,
                         text: r.get(3)?,
+                        url: link.url,
+                        fields: link.fields,
                     })
                 })
                 .optional()
+        })
+    }
+
+    /// The url and fields of each document in `ids` (in order): `None` for an id the corpus
+    /// does not hold or whose document has neither. At most
+    /// [`SessionLimits::MAX_CANDIDATES`] ids.
+    pub fn links(&self, ids: &[&str]) -> Result<Vec<Option<Link>>, CorpusError> {
+        if ids.len() > SessionLimits::MAX_CANDIDATES as usize {
+            return Err(CorpusError::InvalidArgument(format!(
+                "at most {} ids",
+                SessionLimits::MAX_CANDIDATES
+            )));
+        }
+        self.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(LINK_SQL)?;
+            ids.iter()
+                .map(|id| {
+                    stmt.query_row([id], |r| Ok(Link::stored(r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .collect()
         })
     }
 

@@ -21,6 +21,7 @@ use super::request_id::RequestId;
 use super::state::AppState;
 use crate::admission::Admitted;
 use crate::metrics::CallOutcome;
+use turnstile_corpus::metadata::Link;
 use turnstile_host::capabilities::outbound::OutboundReport;
 use turnstile_host::{Generation, PluginError, Source};
 
@@ -78,7 +79,12 @@ pub async fn retrieve(
         }),
         Json(RetrieveResponse {
             status: CompletedStatus::Completed,
-            sources: ran.sources.into_iter().map(SourceBody::from).collect(),
+            sources: ran
+                .sources
+                .into_iter()
+                .zip(ran.links)
+                .map(|(source, link)| SourceBody::of(source, link))
+                .collect(),
             plugin: PluginBody::of(&generation),
             corpus: CorpusRefBody::of(&generation),
             request_id: id.number,
@@ -102,6 +108,8 @@ fn millis(duration: std::time::Duration) -> f64 {
 /// What an answered call gave.
 struct Ran {
     sources: Vec<Source>,
+    /// Each source's link from the corpus (see [`source_links`]), one per source.
+    links: Vec<Option<Link>>,
     answer: Option<String>,
     execution_ms: f64,
     outbound: OutboundReport,
@@ -156,13 +164,20 @@ async fn run(
         drop(admitted);
         metrics.admitted(waited, held);
         metrics.call(call_outcome(&result), stats.instantiate);
-        (result, stats, execution_ms)
+        // The sources' links are read once the slot is given back: they are the corpus's, not
+        // the plugin's work (and a plugin cannot make one up).
+        let links = match &result {
+            Ok(sources) => source_links(&plugin, sources),
+            Err(_) => Vec::new(),
+        };
+        (result.map(|sources| (sources, links)), stats, execution_ms)
     });
     let outcome = worker.await;
     client.disarm();
     match outcome {
-        Ok((Ok(sources), stats, execution_ms)) => Ok(Ran {
+        Ok((Ok((sources, links)), stats, execution_ms)) => Ok(Ran {
             sources,
+            links,
             answer: stats.used.answer.text,
             execution_ms,
             outbound: stats.used.outbound,
@@ -188,6 +203,24 @@ async fn run(
             tracing::error!(plugin = generation.plugin.name(), error = %join, "plugin worker panicked");
             state.metrics.call(CallOutcome::Trap, Default::default());
             Err(ApiError::Internal { request_id })
+        }
+    }
+}
+
+/// The url and fields the corpus holds for each of `sources`' documents, in order. They add to
+/// an answer and never decide it: if they cannot be read (the corpus's session budget, a read
+/// error), the sources go without them and the cause is logged.
+fn source_links(plugin: &turnstile_host::Plugin, sources: &[Source]) -> Vec<Option<Link>> {
+    let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
+    let read = plugin
+        .corpus()
+        .session()
+        .and_then(|session| session.links(&ids));
+    match read {
+        Ok(links) => links,
+        Err(error) => {
+            tracing::warn!(%error, "the sources' links could not be read: answered without them");
+            vec![None; sources.len()]
         }
     }
 }

@@ -2,6 +2,7 @@
 //! names.
 
 use serde::{Deserialize, Serialize};
+use turnstile_corpus::metadata::{Fields, Link};
 use turnstile_host::{Generation, Source};
 use utoipa::ToSchema;
 
@@ -72,6 +73,17 @@ pub struct SourceBody {
     score: f64,
     /// At most 1 KiB.
     snippet: String,
+    /// Where the document can be read, for an answer to link back: the corpus line's `url`
+    /// (`http`, `https` or relative, at most 2 KiB; present when it has one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    url: Option<String>,
+    /// The document's own fields, as its corpus line gave them (front matter, a row's other
+    /// columns): names to a string, a number, a boolean or a list of those; at most 32 names
+    /// and 4 KiB (present when it has any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    fields: Option<Fields>,
 }
 
 /// A plugin generation: the one that served a response, or the one serving now.
@@ -115,13 +127,18 @@ impl CorpusRefBody {
     }
 }
 
-impl From<Source> for SourceBody {
-    fn from(s: Source) -> Self {
+impl SourceBody {
+    /// The body of a source the plugin gave, with its document's link from the corpus (`None`
+    /// when it has none, or it could not be read).
+    pub fn of(s: Source, link: Option<Link>) -> Self {
+        let link = link.unwrap_or_default();
         Self {
             id: s.id,
             title: s.title,
             score: s.score,
             snippet: s.snippet,
+            url: link.url,
+            fields: link.fields,
         }
     }
 }
