@@ -40,6 +40,8 @@ mod main_content;
 mod manifest;
 mod markdown;
 mod meta;
+#[cfg(test)]
+mod metadata_built;
 mod outline;
 mod pack;
 mod passage;

@@ -437,6 +437,33 @@ mod tests {
     }
 
     #[test]
+    fn a_csv_rows_url_kind_and_cells_are_checked() {
+        let rows = all_rows(
+            csv_rows,
+            "body,url,kind,,tag\nA,/a,faq,7,x\nB,,,,\n",
+            &columns(),
+        )
+        .unwrap();
+        assert_eq!(
+            (rows[0].url.as_deref(), rows[0].kind.as_deref()),
+            (Some("/a"), Some("faq"))
+        );
+        assert_eq!(
+            Value::Object(rows[0].fields.clone()),
+            serde_json::json!({"tag": "x"})
+        );
+        assert!(rows[1].fields.is_empty() && rows[1].url.is_none());
+        let why = all_rows(
+            csv_rows,
+            "body,url\nA,/a\nB,\"javascript:canary\"\n",
+            &columns(),
+        )
+        .unwrap_err();
+        assert!(why.starts_with("line 3: `url`: "), "{why}");
+        assert!(!why.contains("canary"), "{why}");
+    }
+
+    #[test]
     fn jsonl_rows_come_from_named_fields() {
         let rows = all_rows(
             jsonl_rows,
