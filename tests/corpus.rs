@@ -280,6 +280,61 @@ fn a_bad_row_fails_the_build_with_its_line_unless_told_to_keep_the_good_ones() {
     );
 }
 
+/// A page links back: its front matter names it and gives its fields; without front matter,
+/// `--base-url` joined with its path and its section's anchor; a base url that is not http or
+/// https is refused before anything is read.
+#[test]
+fn front_matter_and_base_url_make_each_passage_link_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("help");
+    std::fs::create_dir_all(src.join("guide")).unwrap();
+    std::fs::write(
+        src.join("guide/cancel.md"),
+        "---\ntitle: Cancelling\ntags: [billing]\n---\n# Billing help\n\nStop any time.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("guide/pay.md"),
+        "# Paying\n\n## By card\n\nVisa.\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("corpus.jsonl");
+    let (code, _, stderr) = corpus_build(&[
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--base-url",
+        "https://docs.example.com/help",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let docs = lines(&out);
+    let by_id = |id: &str| docs.iter().find(|d| d["id"] == id).unwrap().clone();
+    let cancel = by_id("guide/cancel.md#billing-help");
+    assert_eq!(cancel["title"], "Cancelling › Billing help");
+    assert_eq!(
+        cancel["url"],
+        "https://docs.example.com/help/guide/cancel.md#billing-help"
+    );
+    assert_eq!(cancel["fields"], json!({"tags": ["billing"]}));
+    assert_eq!(
+        by_id("guide/pay.md#by-card")["url"],
+        "https://docs.example.com/help/guide/pay.md#by-card"
+    );
+
+    let (code, _, stderr) = corpus_build(&[
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--base-url",
+        "ftp://docs.example.com",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("--base-url") && stderr.contains("http or https"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn rows_of_csv_and_json_lines_become_passages_by_their_named_columns() {
     let tmp = tempfile::tempdir().unwrap();
