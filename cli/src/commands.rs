@@ -64,7 +64,9 @@ pub fn cli(required: Required) -> Command {
                      split at headings, then packed from whole blocks within --max-tokens and \
                      --max-chars with --overlap, ids \
                      `PATH#heading-slug`, titles from the document and its heading path, text \
-                     without markup. The same input always gives the same file",
+                     without markup; each passage's url (its path and section anchor, after \
+                     --base-url) and a Markdown page's front matter or a row's other columns \
+                     kept beside it. The same input always gives the same file",
                 )),
         )
         .subcommand(

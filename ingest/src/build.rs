@@ -60,12 +60,14 @@ pub struct BuildArgs {
     /// CSV and JSON Lines: the column holding a row's title (a row without one: its id).
     #[arg(long, default_value = "title")]
     pub title_column: String,
-    /// CSV and JSON Lines: the column holding a row's text (required).
+    /// CSV and JSON Lines: the column holding a row's text (required). A row's `url` and `kind`
+    /// columns are its passages' url and kind; its other columns are kept as their fields.
     #[arg(long, default_value = "text")]
     pub text_column: String,
     /// CSV and JSON Lines: leave out a bad row (not UTF-8, not a JSON object, a field missing or
-    /// of the wrong type, a record of the wrong width, a row over 16 MiB), counted and listed by
-    /// file and line, and keep the good ones. Without it, the first bad row stops the build.
+    /// of the wrong type, a record of the wrong width, a row over 16 MiB, a `url`, `kind` or
+    /// other columns past the corpus's bounds), counted and listed by file and line, and keep
+    /// the good ones. Without it, the first bad row stops the build.
     #[arg(long)]
     pub skip_bad_rows: bool,
     /// Read every file again: reuse nothing of the last build to `--out`. Without it, a file
