@@ -94,6 +94,25 @@ fn markdown_of_100_000_nested_quotes_and_lists() {
     }
 }
 
+/// 100,000 blocks of raw HTML in one Markdown file (each parsed as HTML on its own), and one
+/// block of 100,000 nested `<div>`s (parsed within the depth bound: its text is left out):
+/// linear in the input.
+#[test]
+fn markdown_of_100_000_raw_html_blocks() {
+    let n = 100_000;
+    for (what, source) in [
+        ("blocks", "<div>raw <b>x</b></div>\n\n".repeat(n)),
+        ("nested divs", format!("{}deep\n", "<div>".repeat(n))),
+    ] {
+        let outline = timed(
+            &format!("markdown, 100,000 raw HTML {what}: outline"),
+            || crate::markdown::outline(&source),
+        );
+        let text: usize = outline.sections.iter().map(|s| s.text.len()).sum();
+        assert!(text <= source.len(), "{what}: {text} bytes of text");
+    }
+}
+
 /// A CSV cell of 64 MiB (the 1 GB cell of the issue, scaled down 16×: what matters is that it
 /// is over the 16 MiB a row may have) is a bad row, refused once 16 MiB of it (and the reader's
 /// read-ahead) are read, never held whole; a cell at that bound, 16 MiB less its header, one
