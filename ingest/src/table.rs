@@ -68,7 +68,9 @@ fn checked(
     if let Some(url) = &url {
         check_url(url).map_err(|why| format!("`{URL}`: {why}"))?;
     }
-    check_fields(&fields).map_err(|why| format!("its other columns: {why}"))?;
+    if !fields.is_empty() {
+        check_fields(&fields).map_err(|why| format!("its other columns: {why}"))?;
+    }
     Ok((kind, url, fields))
 }
 
