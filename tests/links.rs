@@ -78,6 +78,9 @@ async fn each_source_carries_its_documents_url_and_fields() {
         hours.get("url").is_none() && hours.get("fields").is_none(),
         "{hours}"
     );
+    // Read by the server on its own connection: the call's one session is the plugin's.
+    let corpus = app.state.plugin().corpus().clone();
+    assert_eq!((corpus.sessions_opened(), corpus.live_sessions()), (1, 0));
     app.stop().await;
 }
 

@@ -2,14 +2,22 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rusqlite::OptionalExtension;
+
 use super::disjunction::Tokenizer;
 use super::error::CorpusError;
 use super::index::CorpusIndex;
+use super::limits::SessionLimits;
+use super::metadata::Link;
 use super::reader::Reader;
 use super::session::CorpusSession;
 use super::shared::{LoadedCorpus, Paths, PoolInner};
 use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};
+
+/// A document's url and fields, by id: only documents that have either have a row.
+const LINK_SQL: &str =
+    "SELECT l.url, l.fields FROM ids JOIN links AS l ON l.doc = ids.doc WHERE ids.id = ?1";
 
 /// See [`CorpusPool::watch`].
 #[derive(Debug, Clone)]
@@ -67,7 +75,12 @@ impl CorpusPool {
             )));
         }
         let tokenizer = Tokenizer::new().map_err(index_error)?;
+        let has_links = first
+            .conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM links)", [], |r| r.get(0))
+            .map_err(index_error)?;
         let corpus = LoadedCorpus {
+            has_links,
             documents: index.documents,
             model,
             weights,
@@ -158,6 +171,43 @@ impl CorpusPool {
         Ok(ids
             .into_iter()
             .find(|id| !self.inner.corpus.vectors.has_id(id)))
+    }
+
+    /// The url and fields of each document in `ids` (in order; at most
+    /// [`SessionLimits::MAX_CANDIDATES`]): `None` for an id the corpus does not hold or whose
+    /// document has neither. The server's, not a plugin's: read on an idle connection (or a new
+    /// one), not counted as a session, and without SQL at all when no document has a link.
+    pub fn links(&self, ids: &[&str]) -> Result<Vec<Option<Link>>, CorpusError> {
+        if ids.len() > SessionLimits::MAX_CANDIDATES as usize {
+            return Err(CorpusError::InvalidArgument(format!(
+                "at most {} ids",
+                SessionLimits::MAX_CANDIDATES
+            )));
+        }
+        if !self.inner.corpus.has_links || ids.is_empty() {
+            return Ok(vec![None; ids.len()]);
+        }
+        let idle = self
+            .inner
+            .idle
+            .lock()
+            .map(|mut idle| idle.pop())
+            .unwrap_or(None);
+        let reader = match idle {
+            Some(reader) => reader,
+            None => Reader::open(&self.inner.path)?,
+        };
+        let links = reader.budgeted(|conn| {
+            let mut stmt = conn.prepare_cached(LINK_SQL)?;
+            ids.iter()
+                .map(|id| {
+                    stmt.query_row([id], |r| Ok(Link::stored(r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .collect()
+        });
+        self.inner.keep_idle(reader);
+        links
     }
 
     /// Sessions open right now (0 whenever no plugin call is running).

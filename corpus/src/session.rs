@@ -65,10 +65,6 @@ const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text, l.url, l.fields \
      FROM ids JOIN docs AS d ON d.rowid = ids.doc LEFT JOIN links AS l ON l.doc = ids.doc \
      WHERE ids.id = ?1";
 
-/// A document's url and fields, by id: only documents that have either have a row.
-const LINK_SQL: &str =
-    "SELECT l.url, l.fields FROM ids JOIN links AS l ON l.doc = ids.doc WHERE ids.id = ?1";
-
 /// A document's stored f32 vector, by rowid: the candidates of a large corpus's inverted file
 /// are scored with it (`vectors.rs`).
 const VECTOR_SQL: &str = "SELECT v FROM vectors WHERE doc = ?1";
@@ -411,27 +407,6 @@ impl CorpusSession {
                     })
                 })
                 .optional()
-        })
-    }
-
-    /// The url and fields of each document in `ids` (in order): `None` for an id the corpus
-    /// does not hold or whose document has neither. At most
-    /// [`SessionLimits::MAX_CANDIDATES`] ids.
-    pub fn links(&self, ids: &[&str]) -> Result<Vec<Option<Link>>, CorpusError> {
-        if ids.len() > SessionLimits::MAX_CANDIDATES as usize {
-            return Err(CorpusError::InvalidArgument(format!(
-                "at most {} ids",
-                SessionLimits::MAX_CANDIDATES
-            )));
-        }
-        self.budgeted(|conn| {
-            let mut stmt = conn.prepare_cached(LINK_SQL)?;
-            ids.iter()
-                .map(|id| {
-                    stmt.query_row([id], |r| Ok(Link::stored(r.get(0)?, r.get(1)?)))
-                        .optional()
-                })
-                .collect()
         })
     }
 

@@ -35,6 +35,8 @@ pub(crate) struct LoadedCorpus {
     pub(crate) vectors: DocVectors,
     pub(crate) terms: TermIndex,
     pub(crate) tokenizer: Tokenizer,
+    /// Whether any document has a url or fields (the index's `links` table is not empty).
+    pub(crate) has_links: bool,
     /// A shared lock on the index's checksum file while the corpus is loaded: the index is in
     /// use, and the cache's trimming passes over it.
     pub(crate) _in_use: Option<std::fs::File>,
@@ -72,7 +74,7 @@ impl PoolInner {
         self.keep_idle(conn);
     }
 
-    fn keep_idle(&self, conn: Reader) {
+    pub(crate) fn keep_idle(&self, conn: Reader) {
         if let Ok(mut idle) = self.idle.lock()
             && idle.len() < self.max_idle
         {

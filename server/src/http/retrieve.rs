@@ -212,11 +212,7 @@ async fn run(
 /// error), the sources go without them and the cause is logged.
 fn source_links(plugin: &turnstile_host::Plugin, sources: &[Source]) -> Vec<Option<Link>> {
     let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
-    let read = plugin
-        .corpus()
-        .session()
-        .and_then(|session| session.links(&ids));
-    match read {
+    match plugin.corpus().links(&ids) {
         Ok(links) => links,
         Err(error) => {
             tracing::warn!(%error, "the sources' links could not be read: answered without them");
