@@ -162,6 +162,10 @@ async fn a_folder_of_markdown_becomes_a_corpus_that_answers_questions() {
             .await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["sources"][0]["id"], expected, "{question}: {body}");
+        // Each source links back to its page, and to its section where the page has an anchor
+        // for it (Markdown's heading slugs; this HTML page gives its headings no ids).
+        let url = expected.replace("html#track-an-order", "html");
+        assert_eq!(body["sources"][0]["url"], url, "{question}: {body}");
     }
     app.stop().await;
 }
