@@ -39,7 +39,7 @@ struct Carried<'a> {
 
 /// The passages of `source`, a document (Markdown, HTML, text) whose path in ids is `id_path`,
 /// each handed to `emit` in order; its url is that path, after `base_url` when there is one
-/// (`--base-url`), unless its front matter names one. `Err` says why the file is skipped, and
+/// (`--base-url`), unless its front matter names one (a relative one after `base_url` too). `Err` says why the file is skipped, and
 /// comes before any passage is handed on.
 pub(crate) fn document_passages(
     source: &str,
@@ -66,7 +66,7 @@ pub(crate) fn document_passages(
         _ => (crate::text::outline(source), FrontMatter::default()),
     };
     let url = match front.url {
-        Some(url) => url,
+        Some(url) => meta::front_matter_url(base_url, url)?,
         None => meta::document_url(base_url, id_path)?,
     };
     let kind = front.kind.map_or(Cow::Borrowed(format.kind()), Cow::Owned);

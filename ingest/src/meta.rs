@@ -47,6 +47,24 @@ pub(crate) fn document_url(base: Option<&str>, id_path: &str) -> Result<String, 
     Ok(url)
 }
 
+/// A document's url from its front matter (already checked): a relative one (`/cancel/`,
+/// `guide/cancel.html`, as a site's permalinks are written) after `base` and one `/` when there
+/// is one, as a file's path is; an absolute one, or one that is only a fragment or a query, as
+/// it is. `Err` when the joined url would pass the corpus's bound.
+pub(crate) fn front_matter_url(base: Option<&str>, url: String) -> Result<String, String> {
+    let absolute = url.contains("://") || url.starts_with("//");
+    let Some(base) = base.filter(|_| !absolute && !url.starts_with(['#', '?'])) else {
+        return Ok(url);
+    };
+    let joined = format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        url.trim_start_matches('/')
+    );
+    check_url(&joined).map_err(|why| format!("its url after --base-url: {why}"))?;
+    Ok(joined)
+}
+
 /// `url` with the fragment `anchor` (percent-encoded), when it has none and the result is
 /// within the corpus's bound; else `url` as it is (a section's link falls back to its page's).
 pub(crate) fn with_fragment(url: &str, anchor: &str) -> String {
@@ -118,6 +136,18 @@ mod tests {
         );
         assert!(document_url(Some("https://h.example"), &"ü".repeat(400)).is_err());
         assert_eq!(with_fragment("a.md", "refunds"), "a.md#refunds");
+        let front = |base: Option<&str>, url: &str| front_matter_url(base, url.to_owned());
+        let base = Some("https://docs.example.com/help/");
+        assert_eq!(
+            front(base, "/cancel/").unwrap(),
+            "https://docs.example.com/help/cancel/"
+        );
+        assert_eq!(
+            front(base, "https://x.example/a").unwrap(),
+            "https://x.example/a"
+        );
+        assert_eq!(front(base, "#top").unwrap(), "#top");
+        assert_eq!(front(None, "/cancel/").unwrap(), "/cancel/");
         assert_eq!(
             with_fragment("a.md", "tarifs été"),
             "a.md#tarifs%20%C3%A9t%C3%A9"
