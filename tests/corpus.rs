@@ -285,10 +285,11 @@ fn a_bad_row_fails_the_build_with_its_line_unless_told_to_keep_the_good_ones() {
 }
 
 /// A page links back: its front matter names it and gives its fields; without front matter,
-/// `--base-url` joined with its path and its section's anchor; a base url that is not http or
-/// https is refused before anything is read.
-#[test]
-fn front_matter_and_base_url_make_each_passage_link_back() {
+/// `--base-url` joined with its path and its section's anchor; a relative front-matter url after
+/// the base too; served, each source carries them; a base url that is not http or https is
+/// refused before anything is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn front_matter_and_base_url_make_each_passage_link_back() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("help");
     std::fs::create_dir_all(src.join("guide")).unwrap();
@@ -300,6 +301,11 @@ fn front_matter_and_base_url_make_each_passage_link_back() {
     std::fs::write(
         src.join("guide/pay.md"),
         "# Paying\n\n## By card\n\nVisa.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("plans.md"),
+        "+++\nurl = \"/pricing/\"\nowner = \"Ana\"\n+++\n# Plans\n\nSeedling is free; Grove costs $9 a month.\n",
     )
     .unwrap();
     let out = tmp.path().join("corpus.jsonl");
@@ -324,6 +330,44 @@ fn front_matter_and_base_url_make_each_passage_link_back() {
         by_id("guide/pay.md#by-card")["url"],
         "https://docs.example.com/help/guide/pay.md#by-card"
     );
+    assert_eq!(
+        by_id("plans.md#plans")["url"],
+        "https://docs.example.com/help/pricing/#plans"
+    );
+
+    // Served: each source carries its url and fields from the corpus.
+    let cache = tmp.path().join("cache");
+    let app = TestApp::load(&[
+        "--corpus",
+        out.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ])
+    .await;
+    let (status, body) = app
+        .retrieve(json!({"question": "how do I stop paying", "limit": 3}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let source = |id: &str| {
+        body["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {body}"))
+            .clone()
+    };
+    let cancel = source("guide/cancel.md#billing-help");
+    assert_eq!(cancel["title"], "Cancelling › Billing help", "{body}");
+    assert_eq!(
+        cancel["url"],
+        "https://docs.example.com/help/guide/cancel.md#billing-help"
+    );
+    assert_eq!(cancel["fields"], json!({"tags": ["billing"]}));
+    let plans = source("plans.md#plans");
+    assert_eq!(plans["url"], "https://docs.example.com/help/pricing/#plans");
+    assert_eq!(plans["fields"], json!({"owner": "Ana"}));
+    app.stop().await;
 
     let (code, _, stderr) = corpus_build(&[
         src.to_str().unwrap(),
