@@ -147,19 +147,24 @@ impl CorpusPool {
 
     /// Opens a session: the caller holds a read-only connection exclusively until it drops it.
     pub fn session(&self) -> Result<CorpusSession, CorpusError> {
+        let conn = self.connection()?;
+        self.inner.live.fetch_add(1, Ordering::SeqCst);
+        self.inner.opened_total.fetch_add(1, Ordering::Relaxed);
+        Ok(CorpusSession::new(conn, Arc::clone(&self.inner)))
+    }
+
+    /// An idle connection, or a new one when none is idle.
+    fn connection(&self) -> Result<Reader, CorpusError> {
         let idle = self
             .inner
             .idle
             .lock()
             .map(|mut idle| idle.pop())
             .unwrap_or(None);
-        let conn = match idle {
-            Some(conn) => conn,
-            None => Reader::open(&self.inner.path)?,
-        };
-        self.inner.live.fetch_add(1, Ordering::SeqCst);
-        self.inner.opened_total.fetch_add(1, Ordering::Relaxed);
-        Ok(CorpusSession::new(conn, Arc::clone(&self.inner)))
+        match idle {
+            Some(conn) => Ok(conn),
+            None => Ok(Reader::open(&self.inner.path)?),
+        }
     }
 
     /// The first of `ids` that is not a document of the corpus, if any: a lookup each in the
@@ -187,16 +192,7 @@ impl CorpusPool {
         if !self.inner.corpus.has_links || ids.is_empty() {
             return Ok(vec![None; ids.len()]);
         }
-        let idle = self
-            .inner
-            .idle
-            .lock()
-            .map(|mut idle| idle.pop())
-            .unwrap_or(None);
-        let reader = match idle {
-            Some(reader) => reader,
-            None => Reader::open(&self.inner.path)?,
-        };
+        let reader = self.connection()?;
         let links = reader.budgeted(|conn| {
             let mut stmt = conn.prepare_cached(LINK_SQL)?;
             ids.iter()
