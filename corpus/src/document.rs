@@ -4,7 +4,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::CorpusError;
-use super::metadata::{Fields, check_fields, check_url};
+use super::metadata::{Fields, check_fields, check_kind, check_url};
 use super::regular_file::RegularFile;
 
 /// The corpus shipped with turnstile (see `corpus/README.md`), embedded so `serve` needs no files.
@@ -20,8 +20,6 @@ pub const EMBEDDED_CORPUS_NAME: &str = "embedded:python-summaries.jsonl";
 pub(crate) const MAX_ID_BYTES: usize = 512;
 pub(crate) const MAX_TITLE_BYTES: usize = 1024;
 pub(crate) const MAX_TEXT_CHARS: usize = 2000;
-/// Longest `kind`, in bytes.
-pub const MAX_KIND_BYTES: usize = 64;
 /// The `kind` of a document that names none.
 pub const DEFAULT_KIND: &str = "document";
 
@@ -31,7 +29,7 @@ pub const DEFAULT_KIND: &str = "document";
 pub struct Document {
     /// Unique id, e.g. `json.dumps` or `topic:assert`.
     pub id: String,
-    /// What the document is, in the corpus's own words: free text of 1..=[`MAX_KIND_BYTES`]
+    /// What the document is, in the corpus's own words: free text of 1..=[`crate::MAX_KIND_BYTES`]
     /// bytes without control characters ([`DEFAULT_KIND`] when the line has none). The shipped
     /// corpus uses `module`, `class`, `function`, `method` and `topic`.
     #[serde(default = "default_kind")]
@@ -158,18 +156,11 @@ pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
             line: i + 1,
             reason,
         };
-        let doc: Document = serde_json::from_slice(line).map_err(|e| bad(json_problem(&e)))?;
+        let mut doc: Document = serde_json::from_slice(line).map_err(|e| bad(json_problem(&e)))?;
         if doc.id.is_empty() || doc.id.len() > MAX_ID_BYTES {
             return Err(bad(format!("id must be 1..={MAX_ID_BYTES} bytes")));
         }
-        if doc.kind.is_empty()
-            || doc.kind.len() > MAX_KIND_BYTES
-            || doc.kind.chars().any(char::is_control)
-        {
-            return Err(bad(format!(
-                "kind must be 1..={MAX_KIND_BYTES} bytes without control characters"
-            )));
-        }
+        check_kind(&doc.kind).map_err(bad)?;
         if doc.title.len() > MAX_TITLE_BYTES {
             return Err(bad(format!("title over {MAX_TITLE_BYTES} bytes")));
         }
@@ -179,7 +170,6 @@ pub fn load_documents(jsonl: &[u8]) -> Result<Vec<Document>, CorpusError> {
         if let Some(url) = &doc.url {
             check_url(url).map_err(bad)?;
         }
-        let mut doc = doc;
         if doc.fields.as_ref().is_some_and(Fields::is_empty) {
             doc.fields = None;
         }
@@ -211,6 +201,7 @@ fn json_problem(error: &serde_json::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MAX_KIND_BYTES;
 
     #[test]
     fn embedded_corpus_loads() {

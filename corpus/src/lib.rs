@@ -28,12 +28,13 @@ mod vectors;
 pub mod testing;
 
 pub use document::{
-    CorpusBytes, DEFAULT_KIND, Document, EMBEDDED_CORPUS_NAME, MAX_CORPUS_BYTES, MAX_KIND_BYTES,
-    load_documents, read_corpus, read_corpus_within,
+    CorpusBytes, DEFAULT_KIND, Document, EMBEDDED_CORPUS_NAME, MAX_CORPUS_BYTES, load_documents,
+    read_corpus, read_corpus_within,
 };
 pub use error::CorpusError;
 pub use index::{CorpusIndex, IndexOrigin};
 pub use limits::SessionLimits;
+pub use metadata::MAX_KIND_BYTES;
 pub use pool::{CorpusPool, CorpusWatch};
 pub use regular_file::RegularFile;
 pub use session::{Candidate, CorpusSession, Neighbour, Ranked, sql};

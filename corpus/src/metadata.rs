@@ -8,6 +8,9 @@
 
 use serde_json::{Map, Value};
 
+/// Longest `kind`, in bytes.
+pub const MAX_KIND_BYTES: usize = 64;
+
 /// Longest url, in bytes.
 pub const MAX_URL_BYTES: usize = 2048;
 /// Most fields a document carries.
@@ -39,6 +42,17 @@ impl Link {
             fields: fields.and_then(|f| serde_json::from_str(&f).ok()),
         }
     }
+}
+
+/// Whether `kind` may be a document's kind: 1..=[`MAX_KIND_BYTES`] bytes without control
+/// characters. `Err` quotes nothing of it.
+pub fn check_kind(kind: &str) -> Result<(), String> {
+    if kind.is_empty() || kind.len() > MAX_KIND_BYTES || kind.chars().any(char::is_control) {
+        return Err(format!(
+            "kind must be 1..={MAX_KIND_BYTES} bytes without control characters"
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `url` may be a document's link back: 1..=[`MAX_URL_BYTES`] bytes without white space
@@ -99,11 +113,7 @@ pub fn check_fields(fields: &Fields) -> Result<(), String> {
                 "a field name must be 1..={MAX_FIELD_NAME_BYTES} bytes without control characters"
             ));
         }
-        let flat = match value {
-            Value::Array(items) => items.iter().all(is_scalar),
-            other => is_scalar(other),
-        };
-        if !flat {
+        if !is_flat(value) {
             return Err(
                 "a field must be a string, a number, a boolean or a list of those".to_owned(),
             );
@@ -113,6 +123,15 @@ pub fn check_fields(fields: &Fields) -> Result<(), String> {
         return Err(format!("fields over {MAX_FIELDS_BYTES} bytes"));
     }
     Ok(())
+}
+
+/// Whether `value` may be a field's: a string, a number, a boolean, or a list of those (an
+/// empty list too); not null, an object, or a list holding either.
+pub fn is_flat(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().all(is_scalar),
+        other => is_scalar(other),
+    }
 }
 
 fn is_scalar(value: &Value) -> bool {

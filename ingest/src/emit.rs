@@ -39,8 +39,8 @@ struct Carried<'a> {
 
 /// The passages of `source`, a document (Markdown, HTML, text) whose path in ids is `id_path`,
 /// each handed to `emit` in order; its url is that path, after `base_url` when there is one
-/// (`--base-url`), unless its front matter names one (a relative one after `base_url` too). `Err` says why the file is skipped, and
-/// comes before any passage is handed on.
+/// (`--base-url`), unless its front matter names one (a relative one after `base_url` too).
+/// `Err` says why the file is skipped, and comes before any passage is handed on.
 pub(crate) fn document_passages(
     source: &str,
     format: Format,

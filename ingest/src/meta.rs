@@ -7,30 +7,12 @@ use std::fmt::Write;
 
 use serde_json::Value;
 pub(crate) use turnstile_corpus::metadata::Fields;
-use turnstile_corpus::metadata::{MAX_URL_BYTES, check_url};
+pub(crate) use turnstile_corpus::metadata::check_kind;
+use turnstile_corpus::metadata::{MAX_URL_BYTES, check_url, is_flat};
 
-/// Longest kind, in bytes (the corpus's bound).
-pub(crate) const MAX_KIND_BYTES: usize = turnstile_corpus::MAX_KIND_BYTES;
-
-/// Whether `kind` may be a passage's kind: 1..=[`MAX_KIND_BYTES`] bytes without control
-/// characters. `Err` quotes nothing of it.
-pub(crate) fn check_kind(kind: &str) -> Result<(), String> {
-    if kind.is_empty() || kind.len() > MAX_KIND_BYTES || kind.chars().any(char::is_control) {
-        return Err(format!(
-            "kind must be 1..={MAX_KIND_BYTES} bytes without control characters"
-        ));
-    }
-    Ok(())
-}
-
-/// `value` as a field's value, if it is one: a string, a number, a boolean, or a list of those
-/// (an empty list too); `None` for null, an object, or a list holding either.
+/// `value` as a field's value, if it is one ([`is_flat`]).
 pub(crate) fn flat(value: Value) -> Option<Value> {
-    let scalar = |v: &Value| matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
-    match value {
-        Value::Array(items) => items.iter().all(scalar).then_some(Value::Array(items)),
-        other => scalar(&other).then_some(other),
-    }
+    is_flat(&value).then_some(value)
 }
 
 /// A document's url from its path in ids (`guide/cancel.md`): the path with what a url cannot
@@ -184,6 +166,6 @@ mod tests {
         assert!(check_kind("faq").is_ok());
         assert!(check_kind("").is_err());
         assert!(check_kind("a\u{7}").is_err());
-        assert!(check_kind(&"k".repeat(MAX_KIND_BYTES + 1)).is_err());
+        assert!(check_kind(&"k".repeat(turnstile_corpus::MAX_KIND_BYTES + 1)).is_err());
     }
 }
