@@ -3,10 +3,10 @@
 # (wit/retrieval.wit) by the pinned toolchains that build the plugins:
 #   kit/templates/python/typings/  componentize-py 0.25.1 `bindings`: the modules `wit_world`
 #                                  (the world, its imports: corpus, embeddings, config, log,
-#                                  answer) and `componentize_py_types` that app.py imports, each
+#                                  answer, conversation) and `componentize_py_types` that app.py imports, each
 #                                  `.py` written as a `.pyi` (Pyright/Pylance read `typings/`)
 #   kit/templates/js/types/        jco 1.35.0 `guest-types`: a `.d.ts` per interface, declaring
-#                                  the modules plugin.js imports ('turnstile:retrieval/...@0.1.3')
+#                                  the modules plugin.js imports ('turnstile:retrieval/...@0.1.4')
 #
 # Usage: kit/stubs.sh           write them into the templates
 #        kit/stubs.sh --check   generate them afresh and compare: exit 1, naming what differs,

@@ -21,7 +21,9 @@ mod bindings;
 mod bounded;
 pub mod cache;
 pub mod cache_trim;
+mod call_input;
 pub mod capabilities;
+mod client_link;
 pub mod conformance;
 pub mod contract;
 mod error;
@@ -44,10 +46,12 @@ pub mod swap;
 
 pub use bindings::{RetrieveError, Source};
 pub use bounded::MAX_ABANDONED_CALLS;
+pub use call_input::{Asked, CallInput};
 pub use capabilities::{
     CapabilityOptions, DEFAULT_MEMORY_LIMIT, MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS, MAX_INSTANCES,
     MAX_MEMORIES, MAX_OPEN_SESSIONS, MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES,
 };
+pub use client_link::{ClientGuard, ClientLink};
 pub use error::{ContractViolation, Incompatibility, PluginError};
 pub use observe::{HostCallKind, HostCallOutcome, Observer, OutboundEvent, OutboundOutcome};
 pub use output::{

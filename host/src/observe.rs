@@ -68,11 +68,13 @@ pub enum OutboundOutcome {
     /// Anything else: the connection was refused or broke, TLS failed, the response was not
     /// HTTP.
     Error,
+    /// Cancelled by the host because the call's client went away (its connection closed).
+    Cancelled,
 }
 
 impl OutboundOutcome {
     /// Every outcome.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Ok,
         Self::ClientError,
         Self::RateLimited,
@@ -83,6 +85,7 @@ impl OutboundOutcome {
         Self::Timeout,
         Self::TooLarge,
         Self::Error,
+        Self::Cancelled,
     ];
 
     /// The name (a metric label value).
@@ -98,6 +101,7 @@ impl OutboundOutcome {
             Self::Timeout => "timeout",
             Self::TooLarge => "too_large",
             Self::Error => "error",
+            Self::Cancelled => "cancelled",
         }
     }
 

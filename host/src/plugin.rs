@@ -7,7 +7,9 @@ use turnstile_corpus::CorpusPool;
 use wasmtime::{Engine, Store};
 
 use crate::bindings::{RetrievalPluginPre, RetrieveError, Source};
+use crate::call_input::{Asked, CallInput};
 use crate::capabilities::{Call, CapabilityOptions, Grants, HostState, Reports, limiter};
+use crate::client_link::ClientLink;
 use crate::error::{Incompatibility, PluginError};
 use crate::observe::Observer;
 use crate::plugin_config::PluginConfig;
@@ -37,6 +39,8 @@ pub struct Plugin {
     pre: RetrievalPluginPre<HostState>,
     /// What the operator gave it, and what each capability grants it from that.
     provision: Provision,
+    /// Every value no text of the plugin's may show (its secrets, the bound credentials).
+    redaction: Arc<crate::secrets::Secrets>,
     grants: Grants,
     capabilities: Arc<CapabilityOptions>,
     call_deadline: Option<Duration>,
@@ -137,6 +141,7 @@ impl Plugin {
             sha256,
             bytes,
             pre,
+            redaction: Arc::new(given.redaction()),
             provision: given,
             grants,
             capabilities,
@@ -186,6 +191,7 @@ impl Plugin {
             bytes: Arc::clone(&self.bytes),
             pre: self.pre.clone(),
             grants: Grants::new(&self.capabilities, &provision)?,
+            redaction: Arc::clone(&self.redaction),
             provision,
             capabilities: Arc::clone(&self.capabilities),
             call_deadline: self.call_deadline,
@@ -215,11 +221,32 @@ impl Plugin {
         limit: u32,
         request_id: u64,
     ) -> (Result<Vec<Source>, PluginError>, CallStats) {
+        self.call(CallInput {
+            question,
+            request_id,
+            asked: Asked::limit(limit),
+            client: ClientLink::new(),
+        })
+    }
+
+    /// Runs one `retrieve` call on a fresh instance for `input` — its question, and what the
+    /// request asked beyond it (a conversation, an answer stream) — blocking the current thread
+    /// until the plugin returns; reports what the call used. See [`Plugin::retrieve`].
+    pub fn call(&self, input: CallInput<'_>) -> (Result<Vec<Source>, PluginError>, CallStats) {
+        let CallInput {
+            question,
+            request_id,
+            asked,
+            client,
+        } = input;
+        let limit = asked.limit;
         let call = Call {
             plugin: Arc::clone(&self.name),
             request_id,
             observer: self.observer.clone(),
-            secrets: Arc::clone(&self.provision.secrets),
+            secrets: Arc::clone(&self.redaction),
+            asked: Arc::new(asked),
+            client,
         };
         let state = HostState::new(&self.capabilities, &self.grants, call);
         let mut store = Store::new(self.pre.engine(), state);
@@ -244,7 +271,7 @@ impl Plugin {
             Ok(Ok(sources)) => check_sources(&sources, limit, &self.provision.corpus)
                 .map(|()| sources)
                 .map_err(PluginError::Contract),
-            Ok(Err(guest)) => Err(PluginError::Guest(redact_guest(guest, &self.provision))),
+            Ok(Err(guest)) => Err(PluginError::Guest(redact_guest(guest, &self.redaction))),
             // A language runtime prints the exception that made it trap (a Python traceback)
             // on stderr: the trap's description carries it.
             Err(trap) => Err(PluginError::Trap(match stderr_tail {
@@ -281,11 +308,11 @@ impl Plugin {
 }
 
 /// A plugin's own error, with its secrets' values redacted from its message.
-fn redact_guest(error: RetrieveError, given: &Provision) -> RetrieveError {
-    if given.secrets.is_empty() {
+fn redact_guest(error: RetrieveError, secrets: &crate::secrets::Secrets) -> RetrieveError {
+    if secrets.is_empty() {
         return error;
     }
-    let redact = |m: String| given.secrets.redact(&m);
+    let redact = |m: String| secrets.redact(&m);
     match error {
         RetrieveError::Corpus(m) => RetrieveError::Corpus(redact(m)),
         RetrieveError::Config(m) => RetrieveError::Config(redact(m)),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use turnstile_corpus::CorpusPool;
 
-use crate::capabilities::outbound::Origins;
+use crate::capabilities::outbound::{Credentials, Origins};
 use crate::plugin_config::PluginConfig;
 use crate::secrets::Secrets;
 
@@ -21,6 +21,9 @@ pub struct Provision {
     pub outbound: Origins,
     /// Its secrets, read through its `config` import as settings are (none by default).
     pub secrets: Arc<Secrets>,
+    /// The credentials the host adds to its requests, by origin (none by default); never
+    /// readable by the plugin.
+    pub credentials: Arc<Credentials>,
 }
 
 impl Provision {
@@ -31,7 +34,19 @@ impl Provision {
             config: Arc::new(config),
             outbound: Origins::none(),
             secrets: Arc::new(Secrets::none()),
+            credentials: Arc::new(Credentials::none()),
         }
+    }
+
+    /// The same, with `credentials` added by the host to its requests.
+    pub fn with_credentials(mut self, credentials: Arc<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Every value no text of the plugin's may show: its secrets and the bound credentials.
+    pub fn redaction(&self) -> Secrets {
+        self.secrets.with_more(self.credentials.secrets())
     }
 
     /// The same, given `secrets`.
@@ -53,6 +68,7 @@ impl Provision {
             config: Arc::clone(&self.config),
             outbound: self.outbound.clone(),
             secrets: Arc::clone(&self.secrets),
+            credentials: Arc::clone(&self.credentials),
         }
     }
 }

@@ -200,6 +200,13 @@ impl Secrets {
         self.0.is_empty()
     }
 
+    /// These and `more` (values to redact that the plugin never reads: bound credentials).
+    pub fn with_more(&self, more: impl Iterator<Item = (String, Secret)>) -> Self {
+        let mut all = self.0.clone();
+        all.extend(more);
+        Self(all)
+    }
+
     /// `text` with every secret's value (of at least 6 bytes) replaced by [`REDACTED`].
     pub fn redact(&self, text: &str) -> String {
         let mut text = text.to_owned();

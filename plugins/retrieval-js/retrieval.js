@@ -1,4 +1,4 @@
-// turnstile's hybrid retrieval plugin, in JavaScript (contract turnstile:retrieval@0.1.3).
+// turnstile's hybrid retrieval plugin, in JavaScript (contract turnstile:retrieval@0.1.4).
 //
 // A port of `plugins/retrieval-hybrid` for componentize-js: two candidate pools, each of a fixed size
 // whatever `limit` is -- the bm25 pool of the question's terms (`session.rank`, re-ranked by how
@@ -17,9 +17,9 @@
 //   So `RetrieveError` below carries its WIT value as `payload`, and an import's `ComponentError`
 //   must never escape unconverted (its payload is not a `retrieve-error`: the lowering would throw).
 
-import { get as configGet } from 'turnstile:retrieval/config@0.1.3';
-import { Session } from 'turnstile:retrieval/corpus@0.1.3';
-import { embed } from 'turnstile:retrieval/embeddings@0.1.3';
+import { get as configGet } from 'turnstile:retrieval/config@0.1.4';
+import { Session } from 'turnstile:retrieval/corpus@0.1.4';
+import { embed } from 'turnstile:retrieval/embeddings@0.1.4';
 
 import { ID_WEIGHT, LEXICAL_WEIGHT, POOL, debugVariant, fuse, lexicalWeight, textSnippet } from './hybrid.js';
 import { foldedTerms, ftsExpression, idMatches, terms } from './query.js';

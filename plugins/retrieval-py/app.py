@@ -1,4 +1,4 @@
-"""turnstile's hybrid retrieval plugin, in Python (contract turnstile:retrieval@0.1.3).
+"""turnstile's hybrid retrieval plugin, in Python (contract turnstile:retrieval@0.1.4).
 
 A port of `plugins/retrieval-hybrid` for componentize-py: two candidate pools, each of a fixed size
 whatever `limit` is -- the bm25 pool of the question's terms (`session.rank`, re-ranked by how well

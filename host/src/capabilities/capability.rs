@@ -12,6 +12,8 @@ use std::sync::Arc;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
+use crate::call_input::Asked;
+use crate::client_link::ClientLink;
 use crate::error::PluginError;
 use crate::observe::Observer;
 use crate::provision::Provision;
@@ -82,6 +84,10 @@ pub struct Call {
     /// The plugin's secrets: their values are redacted from every text of the plugin's that
     /// the host shows.
     pub secrets: Arc<Secrets>,
+    /// What the request asked beyond its question (limit, conversation, answer stream).
+    pub asked: Arc<Asked>,
+    /// The client: once it has gone, the call's streamed answer and outbound requests stop.
+    pub client: ClientLink,
 }
 
 impl Call {

@@ -13,6 +13,7 @@ use wasmtime_wasi::{WasiCtxView, WasiView};
 use super::answer::Answer;
 use super::capability::{Call, Capability, HasRoom, Probe, Report, Room};
 use super::config::Config;
+use super::conversation::ConversationCapability;
 use super::corpus::Corpus;
 use super::embeddings::Embeddings;
 use super::limits::{Limits, MAX_RESOURCES};
@@ -146,8 +147,10 @@ capabilities! {
     log: Log,
     /// HTTP to the origins the operator granted.
     outbound: Outbound,
-    /// A generated answer beside the sources.
+    /// A generated answer beside the sources, streamed to a client that asks.
     answer: Answer,
+    /// The chat's earlier turns and its answer parameters.
+    conversation: ConversationCapability,
 }
 
 impl WasiView for HostState {

@@ -2,11 +2,12 @@
 //! each owns its settings, its grant to a plugin, its per-call state, its linker registration,
 //! its report and its conformance probes ([`Capability`]); `host_state.rs` lists them and composes
 //! the store's state. WASI grants nothing; the contract's interfaces are corpus, embeddings,
-//! config, log and answer; [`outbound`] is HTTP to the origins the operator granted.
+//! config, log, answer and conversation; [`outbound`] is HTTP to the origins the operator granted.
 
-mod answer;
+pub mod answer;
 mod capability;
 mod config;
+pub mod conversation;
 mod corpus;
 mod embeddings;
 mod host_state;
@@ -17,6 +18,7 @@ mod wasi;
 
 pub use answer::{AnswerReport, MAX_ANSWER_BYTES};
 pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
+pub use conversation::Conversation;
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};
 pub use host_state::{CapabilityOptions, HostState, Reports, interfaces};

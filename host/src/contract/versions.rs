@@ -1,12 +1,12 @@
 //! The contract's name and the versions of it this host serves (`wit/`, and the older texts in
-//! `wit/v0.1.0/`, `wit/v0.1.1/` and `wit/v0.1.2/`): each version only adds to the one before, so a component built
+//! `wit/v0.1.0/` … `wit/v0.1.3/`): each version only adds to the one before, so a component built
 //! against an older one links to the newest interfaces by semver. WASI is served at 0.2 (any
 //! 0.2.x: later patch versions only add); another version of either is refused at load.
 
 /// The contract's WIT package.
 pub const CONTRACT_PACKAGE: &str = "turnstile:retrieval";
 /// Versions of the contract this host serves.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.1.1", "0.1.2", "0.1.3"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0", "0.1.1", "0.1.2", "0.1.3", "0.1.4"];
 /// The WASI major.minor version the host links (any 0.2.x).
 pub const WASI_VERSION: &str = "0.2";
 

@@ -1,5 +1,5 @@
 // {{name}}: a lexical retrieval plugin for turnstile (world `retrieval-plugin` of
-// `turnstile:retrieval@0.1.3`, in `wit/`), built with componentize-js.
+// `turnstile:retrieval@0.1.4`, in `wit/`), built with componentize-js.
 //
 // For each question it builds a safe FTS5 expression from the question's words, lets the host
 // rank a pool of candidates by bm25 (`session.rank`), keeps the best `limit`, and asks a snippet
@@ -13,8 +13,8 @@
 // `option` is a value or `undefined`, `u64` a BigInt, a `result` error of an import is thrown as an
 // Error whose own `payload` is the WIT value (`{ tag: 'bad-expression', val: '...' }`).
 
-import { Session } from 'turnstile:retrieval/corpus@0.1.3';
-import { write as log } from 'turnstile:retrieval/log@0.1.3';
+import { Session } from 'turnstile:retrieval/corpus@0.1.4';
+import { write as log } from 'turnstile:retrieval/log@0.1.4';
 
 // Candidates ranked per question, whatever `limit` is (the host asks for 1..=20). Ranking costs
 // about the same for 50 as for 5 (SQLite scores every matching document anyway), and a wider pool

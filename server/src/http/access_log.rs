@@ -25,6 +25,11 @@ pub struct Served {
     pub outbound_ms: f64,
 }
 
+/// A response extension: the response's body writes the request's access line itself, when it
+/// ends (a stream: its line says how it ended, with its timings).
+#[derive(Debug, Clone, Copy)]
+pub struct LoggedAtEnd;
+
 /// Logs the line of a request of `route`, answered with `response`, that arrived at `started`.
 pub fn log_access(
     span: &tracing::Span,

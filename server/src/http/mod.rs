@@ -6,6 +6,8 @@ mod access_log;
 pub(crate) mod admin;
 pub mod api;
 mod body;
+mod call;
+mod chat;
 pub(crate) mod corpus_swap;
 pub(crate) mod error;
 mod flow;

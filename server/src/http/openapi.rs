@@ -19,7 +19,7 @@ use utoipa::OpenApi;
         description = "An HTTP service for RAG backends: a FIFO admission gate in front of WebAssembly retrieval plugins reading a read-only corpus. Every response carries `x-request-id`.",
         license(name = "Apache-2.0"),
     ),
-    tags((name = "retrieval"), (name = "operations"), (name = "admin")),
+    tags((name = "retrieval"), (name = "openai", description = "OpenAI-compatible: the routes every OpenAI SDK and chat client already speaks"), (name = "operations"), (name = "admin")),
 )]
 pub struct ApiFrame;
 

@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
-use super::access_log::log_access;
+use super::access_log::{LoggedAtEnd, log_access};
 use super::request_id::{REQUEST_ID_HEADER, RequestId};
 use super::request_span::request_span;
 use super::response_metrics::count_response;
@@ -40,7 +40,7 @@ pub async fn request_scope(
     let mut response = next.run(request).instrument(span.clone()).await;
     response.headers_mut().insert(REQUEST_ID_HEADER, header);
     count_response(&state.metrics, route, &response);
-    if state.access_log {
+    if state.access_log && response.extensions().get::<LoggedAtEnd>().is_none() {
         log_access(&span, route, &response, started);
     }
     response

@@ -19,12 +19,14 @@ use super::error::ApiError;
 use super::openapi::{ApiDocument, ApiFrame};
 use super::request_scope::{RequestScope, request_scope};
 use super::state::AppState;
-use super::{admin, corpus_swap, health, live, openapi, operator, retrieve};
+use super::{admin, chat, corpus_swap, health, live, openapi, operator, retrieve};
 
 /// The route table: each handler with who may call it.
-fn table() -> [(Access, UtoipaMethodRouter<AppState>); 10] {
+fn table() -> [(Access, UtoipaMethodRouter<AppState>); 12] {
     [
         (Access::Public, routes!(retrieve::retrieve)),
+        (Access::Public, routes!(chat::completions::completions)),
+        (Access::Public, routes!(chat::models::models)),
         (Access::Public, routes!(health::healthz)),
         (Access::Public, routes!(health::readyz)),
         (Access::Public, routes!(openapi::openapi)),

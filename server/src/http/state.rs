@@ -41,6 +41,8 @@ pub struct AppState {
     /// Connections open now (kept by the edge).
     pub connections: Arc<std::sync::atomic::AtomicUsize>,
     request_ids: Arc<AtomicU64>,
+    /// When the server started, in Unix seconds.
+    started_unix: u64,
     /// What `/metrics` shows.
     pub metrics: Arc<Metrics>,
     /// The live view (`/events`, `/dashboard`).
@@ -100,6 +102,9 @@ impl AppState {
             access_log: policies.access_log,
             connections: Arc::default(),
             request_ids: Arc::new(AtomicU64::new(1)),
+            started_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
             metrics,
             live: Arc::new(Hub::new(policies.live)),
             _cache: cache,
@@ -109,6 +114,11 @@ impl AppState {
     /// The plugin serving new requests now.
     pub fn plugin(&self) -> Arc<Plugin> {
         self.plugins.current().plugin
+    }
+
+    /// When the server started, in Unix seconds.
+    pub fn started_unix(&self) -> u64 {
+        self.started_unix
     }
 
     /// A process-unique id for a request, used to match a client's error with the server log.

@@ -11,7 +11,9 @@ mod in_flight;
 mod names;
 mod outbound;
 mod recorder;
+mod streams;
 
 pub use in_flight::InFlight;
 pub use names::CallOutcome;
 pub use recorder::{HostCallMetrics, LiveCounts, Metrics, UPKEEP_INTERVAL, duration_buckets};
+pub use streams::{OpenStreams, StreamOpen};

@@ -41,6 +41,31 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Leases whose client went away while the plugin call ran on (the slot stayed held)",
     ),
     (
+        "turnstile_client_gone_total",
+        Kind::Counter,
+        "Admitted requests whose client left before its answer was sent in full (while its call ran, or mid-stream), by route",
+    ),
+    (
+        "turnstile_streams_open",
+        Kind::Gauge,
+        "Streamed answers being sent now (POST /v1/chat/completions with stream)",
+    ),
+    (
+        "turnstile_stream_first_token_seconds",
+        Kind::Histogram,
+        "From a streamed request's arrival to its answer's first content sent, by route",
+    ),
+    (
+        "turnstile_stream_duration_seconds",
+        Kind::Histogram,
+        "From a stream's headers to its end, by route",
+    ),
+    (
+        "turnstile_upstream_tokens_total",
+        Kind::Counter,
+        "Tokens the model behind an origin read (in) and wrote (out), by its own usage count as the plugin passed it on",
+    ),
+    (
         "turnstile_gate_queue_wait_seconds",
         Kind::Histogram,
         "Time an admitted request waited for its lease",

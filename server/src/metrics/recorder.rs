@@ -50,6 +50,7 @@ pub struct Metrics {
     calls: [Counter; 4],
     host: Arc<HostCallMetrics>,
     outbound: super::in_flight::InFlight,
+    streams: super::streams::OpenStreams,
 }
 
 /// The plugin host calls' metrics (shared with every plugin instance's store).
@@ -129,6 +130,7 @@ impl Metrics {
             }),
             handle: recorder.handle(),
             outbound: Default::default(),
+            streams: Default::default(),
             recorder,
             started: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -155,6 +157,10 @@ impl Metrics {
         &self.outbound
     }
 
+    pub(super) fn streams(&self) -> &super::streams::OpenStreams {
+        &self.streams
+    }
+
     /// The text of every metric now, with the server's state read at this instant.
     pub fn render(
         &self,
@@ -168,6 +174,7 @@ impl Metrics {
             self.render_global(global);
         }
         self.render_outbound();
+        self.render_streams();
         self.gauge("turnstile_live_subscribers", vec![])
             .set(live.subscribers as f64);
         self.counter("turnstile_live_dropped_total", vec![])

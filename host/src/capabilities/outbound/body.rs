@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 use wasmtime_wasi_http::{Error, WasiBody};
 
 use super::report::Finish;
@@ -78,6 +79,8 @@ pub struct MeteredResponse {
     /// The request's connection permit: given back when the body ends or is dropped.
     _permit: Option<OwnedSemaphorePermit>,
     finish: Finish,
+    /// Resolves when the call's client goes: the body breaks off (and its connection closes).
+    client_left: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl MeteredResponse {
@@ -89,6 +92,7 @@ impl MeteredResponse {
         cap: u64,
         permit: Option<OwnedSemaphorePermit>,
         finish: Finish,
+        client_left: WaitForCancellationFutureOwned,
     ) -> Self {
         Self {
             inner,
@@ -99,6 +103,7 @@ impl MeteredResponse {
             cap,
             _permit: permit,
             finish,
+            client_left: Box::pin(client_left),
         }
     }
 
@@ -122,6 +127,12 @@ impl Body for MeteredResponse {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = &mut *self;
+        if this.client_left.as_mut().poll(cx).is_ready() {
+            return this.fail(
+                OutboundOutcome::Cancelled,
+                Error::InternalError(Some(super::hooks::CANCELLED.to_owned())),
+            );
+        }
         if this.deadline.as_mut().poll(cx).is_ready() {
             return this.fail(OutboundOutcome::Timeout, Error::ConnectionReadTimeout);
         }

@@ -17,8 +17,12 @@ use super::body::{CappedRequest, MeteredResponse};
 use super::grant::OutboundGrant;
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
-use super::report::{Reporter, SignalKind, UpstreamSignal, retry_after};
+use super::report::{FailureKind, Reporter, SignalKind, UpstreamSignal, retry_after};
+use crate::client_link::ClientLink;
 use crate::observe::OutboundOutcome;
+
+/// What a request cancelled because its call's client went away answers the guest.
+pub const CANCELLED: &str = "cancelled: the client went away";
 
 /// The label of a request no grant covers.
 pub const DENIED: &str = "(denied)";
@@ -46,6 +50,9 @@ pub struct OutboundHooks {
     pub(super) reporter: Reporter,
     /// Requests asked for in this call, sent or not.
     pub(super) asked: u32,
+    /// The call's client: once it has gone, the call's requests are cancelled (a request not
+    /// yet answered is dropped, a body being read breaks off, and its connection is closed).
+    pub(super) client: ClientLink,
 }
 
 /// A request the policy lets through: where it goes and under which grant.
@@ -122,7 +129,7 @@ impl WasiHttpHooks for OutboundHooks {
 
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         guest: Option<RequestOptions>,
         _response_error: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
@@ -156,8 +163,23 @@ impl WasiHttpHooks for OutboundHooks {
             );
             return Box::new(async { Err(Error::HttpRequestDenied) });
         };
+        // The host's credentials for this exact origin, over whatever the guest set.
+        let uri = request.uri().clone();
+        for (name, value) in self.grant.credentials.for_uri(&uri) {
+            request.headers_mut().insert(name.clone(), value.clone());
+        }
         let reporter = self.reporter.clone();
+        let client_link = self.client.clone();
         Box::new(async move {
+            if client_link.is_gone() {
+                reporter.refused(
+                    &admitted.origin,
+                    &admitted.label,
+                    OutboundOutcome::Cancelled,
+                    "the client went away",
+                );
+                return Err(Error::InternalError(Some(CANCELLED.to_owned())));
+            }
             if let Some(length) = request
                 .headers()
                 .get(http::header::CONTENT_LENGTH)
@@ -192,7 +214,15 @@ impl WasiHttpHooks for OutboundHooks {
             // between-bytes timeout is stopped here).
             let deadline = tokio::time::Instant::now() + options.total_timeout;
             let headers_by = (connect + first_byte).min(options.total_timeout);
-            let sent = tokio::time::timeout(headers_by, client.client.request(request)).await;
+            let sent = tokio::select! {
+                sent = tokio::time::timeout(headers_by, client.client.request(request)) => sent,
+                _ = client_link.left() => {
+                    // Dropping the request closes its connection: the upstream sees it go.
+                    finish.set_outcome(OutboundOutcome::Cancelled);
+                    finish.end();
+                    return Err(Error::InternalError(Some(CANCELLED.to_owned())));
+                }
+            };
             let response = match sent {
                 Err(_) => {
                     finish.set_outcome(OutboundOutcome::Timeout);
@@ -203,6 +233,13 @@ impl WasiHttpHooks for OutboundHooks {
                     let (outcome, error) = classify(&e);
                     finish.set_outcome(outcome);
                     finish.end();
+                    if matches!(
+                        outcome,
+                        OutboundOutcome::Error | OutboundOutcome::AddressRefused
+                    ) && e.is_connect()
+                    {
+                        finish.fail(FailureKind::Unreachable);
+                    }
                     if outcome == OutboundOutcome::AddressRefused {
                         tracing::warn!(
                             plugin = &*reporter.plugin,
@@ -228,6 +265,8 @@ impl WasiHttpHooks for OutboundHooks {
                     kind,
                     retry_after: retry_after(response.headers().get(http::header::RETRY_AFTER)),
                 });
+            } else if let Some(kind) = FailureKind::of_status(status) {
+                finish.fail(kind);
             }
             let response = response.map(|body| {
                 http_body_util::BodyExt::boxed_unsync(MeteredResponse::new(
@@ -237,6 +276,7 @@ impl WasiHttpHooks for OutboundHooks {
                     options.max_response_bytes,
                     Some(permit),
                     finish,
+                    client_link.left(),
                 ))
             });
             let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async { Ok(()) });

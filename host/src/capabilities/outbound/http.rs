@@ -77,7 +77,11 @@ impl Capability for Outbound {
             })?;
             Some(Arc::new(client))
         };
-        Ok(Arc::new(OutboundGrant { origins, client }))
+        Ok(Arc::new(OutboundGrant {
+            origins,
+            client,
+            credentials: Arc::clone(&given.credentials),
+        }))
     }
 
     fn state(options: &OutboundOptions, grant: &Arc<OutboundGrant>, call: &Call) -> OutboundState {
@@ -93,6 +97,7 @@ impl Capability for Outbound {
                     tally: Arc::new(Mutex::new(OutboundReport::default())),
                 },
                 asked: 0,
+                client: call.client.clone(),
             },
         }
     }

@@ -1,13 +1,14 @@
 //! The `outbound` capability: HTTP for plugins through `wasi:http/outgoing-handler` (WASI 0.2),
 //! denied unless the operator granted the origin. One room, in parts: the grants
 //! ([`origins`]), where their names may lead ([`address`]), the bounds ([`options`]), the
-//! plugin's pooled client ([`client`]), the policy every request passes ([`hooks`]) with its
+//! plugin's pooled client ([`client`]), the credentials the host adds ([`credentials`]), the policy every request passes ([`hooks`]) with its
 //! bounded bodies ([`body`]), what a call's requests did ([`report`]), the capability's wiring
 //! ([`http`]) and `check`'s proof of a denial ([`probe`]).
 
 mod address;
 mod body;
 mod client;
+mod credentials;
 mod grant;
 mod hooks;
 mod http;
@@ -17,6 +18,10 @@ mod probe;
 mod report;
 
 pub use address::{AddressRefused, is_public};
+pub use credentials::{
+    CredentialError, CredentialSpec, Credentials, MAX_CREDENTIALS, parse_bearer_arg,
+    parse_header_arg,
+};
 pub use grant::OutboundGrant;
 pub use http::{Outbound, OutboundState};
 pub use options::{
@@ -25,4 +30,6 @@ pub use options::{
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT, OutboundOptions,
 };
 pub use origins::{MAX_GRANTED_ORIGINS, OriginError, OriginGrant, Origins};
-pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport, SignalKind, UpstreamSignal};
+pub use report::{
+    FailureKind, MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS, SignalKind, UpstreamSignal,
+};

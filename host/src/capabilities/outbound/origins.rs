@@ -226,6 +226,43 @@ impl OriginGrant {
     }
 }
 
+impl OriginGrant {
+    /// Whether every request this grant covers is covered by `wider` too: the same scheme and
+    /// port, and the same host, or one below `wider`'s wildcard (a wildcard is within a wildcard
+    /// of the same or a shorter suffix). How a swap's grants are held within the operator's.
+    pub fn is_within(&self, wider: &OriginGrant) -> bool {
+        if self.scheme != wider.scheme || self.port != wider.port {
+            return false;
+        }
+        match (&self.host, &wider.host) {
+            (Host::Name(name), _) => {
+                wider.covers(self.scheme, &RequestHost::Name(name.clone()), self.port)
+            }
+            (Host::Ip(ip), _) => wider.covers(self.scheme, &RequestHost::Ip(*ip), self.port),
+            (Host::Below(narrow), Host::Below(wide)) => {
+                narrow == wide
+                    || narrow
+                        .strip_suffix(wide.as_str())
+                        .is_some_and(|prefix| prefix.ends_with('.'))
+            }
+            (Host::Below(_), _) => false,
+        }
+    }
+
+    /// Whether this grant covers a request to `uri`'s scheme, host and port.
+    pub fn covers_uri(&self, uri: &http::Uri) -> bool {
+        let scheme = uri.scheme_str().and_then(Scheme::of);
+        let host = uri.host().and_then(RequestHost::parse);
+        match (scheme, host) {
+            (Some(scheme), Some(host)) => {
+                let port = uri.port_u16().unwrap_or(scheme.default_port());
+                self.covers(scheme, &host, port)
+            }
+            _ => false,
+        }
+    }
+}
+
 impl std::fmt::Display for OriginGrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.text)
@@ -300,6 +337,14 @@ impl Origins {
         covering(true).or_else(|| covering(false))
     }
 
+    /// The first of these grants that no grant of `wider` holds (see
+    /// [`OriginGrant::is_within`]): `None` when all of them are within `wider`.
+    pub fn first_outside<'a>(&'a self, wider: &Origins) -> Option<&'a OriginGrant> {
+        self.grants
+            .iter()
+            .find(|g| !wider.grants.iter().any(|w| g.is_within(w)))
+    }
+
     /// The names granted literally: they may resolve to any address.
     pub fn literal_names(&self) -> impl Iterator<Item = &str> {
         self.grants.iter().filter_map(|g| match &g.host {
@@ -344,6 +389,42 @@ mod tests {
             "http://[::1",
         ] {
             assert!(bad.parse::<OriginGrant>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_grant_is_within_a_wider_one_only_for_what_it_covers() {
+        let operator = Origins::parse(&[
+            "https://api.example.com",
+            "https://*.example.org",
+            "http://127.0.0.1:9000",
+        ])
+        .unwrap();
+        for within in [
+            "https://API.example.com.",
+            "https://a.example.org",
+            "https://*.example.org",
+            "https://*.b.example.org",
+            "http://127.0.0.1:9000",
+        ] {
+            let swap = Origins::parse(&[within]).unwrap();
+            assert_eq!(swap.first_outside(&operator), None, "{within}");
+        }
+        for outside in [
+            "https://example.org",
+            "https://*.example.com",
+            "http://api.example.com",
+            "https://api.example.com:8443",
+            "http://127.0.0.1:9001",
+            "http://localhost:9000",
+            "https://*.xexample.org",
+        ] {
+            let swap = Origins::parse(&["https://api.example.com", outside]).unwrap();
+            assert_eq!(
+                swap.first_outside(&operator).map(OriginGrant::as_str),
+                Some(outside.parse::<OriginGrant>().unwrap().as_str()),
+                "{outside}"
+            );
         }
     }
 

@@ -66,6 +66,7 @@ pub fn denied(options: &OutboundOptions, grant: &Arc<OutboundGrant>) -> Probe {
             tally: Arc::new(Mutex::new(OutboundReport::default())),
         },
         asked: 0,
+        client: crate::client_link::ClientLink::new(),
     };
     // The policy's own decision first (a check that could pass with every request refused
     // anyway, where nothing may be sent, would prove nothing): refused for want of a grant, while

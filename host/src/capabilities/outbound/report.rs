@@ -46,6 +46,44 @@ impl SignalKind {
     }
 }
 
+/// How a backend failed a request in a way that is no sign of load: the typed error a client
+/// gets when the call's answer failed with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// It answered 401 or 403: the credential is wrong or lacks a right.
+    AuthFailed,
+    /// No connection could be made (refused, no route, a name that does not resolve, an
+    /// address the grant does not cover).
+    Unreachable,
+    /// It answered another 4xx: it refused the request as made (a model it does not serve).
+    Rejected,
+    /// It answered another 5xx.
+    ServerError,
+}
+
+impl FailureKind {
+    /// The name (an error code's and a log field's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AuthFailed => "upstream_auth_failed",
+            Self::Unreachable => "upstream_unreachable",
+            Self::Rejected => "upstream_rejected",
+            Self::ServerError => "upstream_error",
+        }
+    }
+
+    /// The failure a response with `status` is, if it is one (429 and 503 are load signals).
+    pub fn of_status(status: u16) -> Option<Self> {
+        match status {
+            401 | 403 => Some(Self::AuthFailed),
+            429 | 503 => None,
+            400..=499 => Some(Self::Rejected),
+            500..=599 => Some(Self::ServerError),
+            _ => None,
+        }
+    }
+}
+
 /// What one call's outbound requests did.
 #[derive(Debug, Clone, Default)]
 pub struct OutboundReport {
@@ -61,7 +99,17 @@ pub struct OutboundReport {
     pub bytes_in: u64,
     /// The backend's last signal that it is past its capacity, if any.
     pub signal: Option<UpstreamSignal>,
+    /// The last failure of a request that was no load signal, if any.
+    pub failure: Option<FailureKind>,
+    /// The grant the call's requests went through (as the operator wrote it), or `(several)`
+    /// when they went through more than one; `None` when none was sent.
+    pub origin: Option<String>,
+    /// Requests cancelled because the client went away.
+    pub cancelled: u32,
 }
+
+/// The origin label of a call whose requests went through more than one grant.
+pub const SEVERAL_ORIGINS: &str = "(several)";
 
 impl Report for OutboundReport {
     fn absorb(&mut self, later: &Self) {
@@ -72,6 +120,23 @@ impl Report for OutboundReport {
         self.bytes_in += later.bytes_in;
         if later.signal.is_some() {
             self.signal = later.signal;
+        }
+        if later.failure.is_some() {
+            self.failure = later.failure;
+        }
+        if let Some(origin) = &later.origin {
+            self.note_origin(origin);
+        }
+        self.cancelled += later.cancelled;
+    }
+}
+
+impl OutboundReport {
+    fn note_origin(&mut self, label: &str) {
+        match &self.origin {
+            None => self.origin = Some(label.to_owned()),
+            Some(seen) if seen == label => {}
+            Some(_) => self.origin = Some(SEVERAL_ORIGINS.to_owned()),
         }
     }
 }
@@ -107,7 +172,12 @@ impl Reporter {
             reason,
             "outbound request refused"
         );
-        tally(&self.tally, |t| t.denied += 1);
+        tally(&self.tally, |t| {
+            t.denied += 1;
+            if outcome == OutboundOutcome::Cancelled {
+                t.cancelled += 1;
+            }
+        });
         if let Some(observer) = &self.observer {
             observer.outbound(&OutboundEvent {
                 origin: label.to_owned(),
@@ -123,7 +193,10 @@ impl Reporter {
     /// A request about to be sent through the grant `label`: counted in flight until its
     /// [`Finish`] ends.
     pub fn start(&self, label: &str) -> Finish {
-        tally(&self.tally, |t| t.requests += 1);
+        tally(&self.tally, |t| {
+            t.requests += 1;
+            t.note_origin(label);
+        });
         if let Some(observer) = &self.observer {
             observer.outbound_started(label);
         }
@@ -165,6 +238,11 @@ impl Finish {
         tally(&self.0.reporter.tally, |t| t.signal = Some(signal));
     }
 
+    /// A failure that is no load signal (401/403, another 4xx or 5xx, no connection).
+    pub fn fail(&self, kind: FailureKind) {
+        tally(&self.0.reporter.tally, |t| t.failure = Some(kind));
+    }
+
     /// Request body bytes sent.
     pub fn add_bytes_out(&self, n: u64) {
         self.0.bytes_out.fetch_add(n, Ordering::Relaxed);
@@ -197,6 +275,9 @@ impl Finishing {
             t.bytes_out += bytes_out;
             t.bytes_in += bytes_in;
         });
+        if outcome == OutboundOutcome::Cancelled {
+            tally(&self.reporter.tally, |t| t.cancelled += 1);
+        }
         if outcome == OutboundOutcome::Timeout {
             tally(&self.reporter.tally, |t| {
                 t.signal = Some(UpstreamSignal {

@@ -1,9 +1,10 @@
 /// <reference path="./interfaces/turnstile-retrieval-answer.d.ts" />
 /// <reference path="./interfaces/turnstile-retrieval-config.d.ts" />
+/// <reference path="./interfaces/turnstile-retrieval-conversation.d.ts" />
 /// <reference path="./interfaces/turnstile-retrieval-corpus.d.ts" />
 /// <reference path="./interfaces/turnstile-retrieval-embeddings.d.ts" />
 /// <reference path="./interfaces/turnstile-retrieval-log.d.ts" />
-declare module 'turnstile:retrieval/retrieval-plugin@0.1.3' {
+declare module 'turnstile:retrieval/retrieval-plugin@0.1.4' {
   /**
   * One source the plugin found relevant.
   */
@@ -58,11 +59,12 @@ declare module 'turnstile:retrieval/retrieval-plugin@0.1.3' {
     tag: 'internal',
     val: string,
   }
-  export type * as TurnstileRetrievalAnswer013 from 'turnstile:retrieval/answer@0.1.3'; // import turnstile:retrieval/answer@0.1.3
-  export type * as TurnstileRetrievalConfig013 from 'turnstile:retrieval/config@0.1.3'; // import turnstile:retrieval/config@0.1.3
-  export type * as TurnstileRetrievalCorpus013 from 'turnstile:retrieval/corpus@0.1.3'; // import turnstile:retrieval/corpus@0.1.3
-  export type * as TurnstileRetrievalEmbeddings013 from 'turnstile:retrieval/embeddings@0.1.3'; // import turnstile:retrieval/embeddings@0.1.3
-  export type * as TurnstileRetrievalLog013 from 'turnstile:retrieval/log@0.1.3'; // import turnstile:retrieval/log@0.1.3
+  export type * as TurnstileRetrievalAnswer014 from 'turnstile:retrieval/answer@0.1.4'; // import turnstile:retrieval/answer@0.1.4
+  export type * as TurnstileRetrievalConfig014 from 'turnstile:retrieval/config@0.1.4'; // import turnstile:retrieval/config@0.1.4
+  export type * as TurnstileRetrievalConversation014 from 'turnstile:retrieval/conversation@0.1.4'; // import turnstile:retrieval/conversation@0.1.4
+  export type * as TurnstileRetrievalCorpus014 from 'turnstile:retrieval/corpus@0.1.4'; // import turnstile:retrieval/corpus@0.1.4
+  export type * as TurnstileRetrievalEmbeddings014 from 'turnstile:retrieval/embeddings@0.1.4'; // import turnstile:retrieval/embeddings@0.1.4
+  export type * as TurnstileRetrievalLog014 from 'turnstile:retrieval/log@0.1.4'; // import turnstile:retrieval/log@0.1.4
   /**
   * Answer one question with at most `limit` sources (the host passes 1..=20), best first.
   * `question` is 1..=500 characters of untrusted user text.

@@ -1,5 +1,5 @@
 //! {{name}}: a lexical retrieval plugin for turnstile (world `retrieval-plugin` of
-//! `turnstile:retrieval@0.1.3`, in `wit/`).
+//! `turnstile:retrieval@0.1.4`, in `wit/`).
 //!
 //! For each question it builds a safe FTS5 expression from the question's words, lets the host
 //! rank a pool of candidates by bm25 (`session.rank`), keeps the best `limit`, and asks a snippet

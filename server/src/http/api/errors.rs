@@ -148,11 +148,20 @@ one_word! {
     InternalStatus = InternalError;
     /// `too_many_subscribers`.
     TooManySubscribersStatus = TooManySubscribers;
-    /// `upstream_unavailable`.
-    UpstreamStatus = UpstreamUnavailable;
 }
 
-/// A 503 of `/retrieve`: no slot came in time, or the plugin's backend refused.
+/// How a call whose backend failed it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamStatus {
+    /// 503: the backend is past its capacity (429, 503, no answer in time): retry later.
+    UpstreamUnavailable,
+    /// 502: the backend failed the answer otherwise (refused the credential, could not be
+    /// reached, refused the request, failed itself, or answered what the plugin could not read).
+    UpstreamFailed,
+}
+
+/// A 503 of `/retrieve`: no slot came in time, or the plugin's backend is past its capacity.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum RetrieveUnavailable {
@@ -162,31 +171,64 @@ pub enum RetrieveUnavailable {
     Upstream(UpstreamBody),
 }
 
-/// What the backend behind the plugin said, for a 503 `upstream_unavailable`.
+/// What the backend behind the plugin did: the first three are 503 `upstream_unavailable`,
+/// the others 502 `upstream_failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UpstreamCode {
-    /// It answered 429: it is rate limiting.
+    /// 503: it answered 429: it is rate limiting.
     UpstreamRateLimited,
-    /// It answered 503.
+    /// 503: it answered 503.
     UpstreamUnavailable,
-    /// It did not answer within the outbound timeouts.
+    /// 503: it did not answer within the outbound timeouts.
     UpstreamTimeout,
+    /// 502: it answered 401 or 403: the credential is wrong or lacks a right.
+    UpstreamAuthFailed,
+    /// 502: no connection could be made to it.
+    UpstreamUnreachable,
+    /// 502: it refused the request as made (another 4xx: a model it does not serve).
+    UpstreamRejected,
+    /// 502: it failed itself (another 5xx).
+    UpstreamError,
+    /// 502: the plugin could not have an answer from what the backend sent (not the shape it
+    /// reads, a stream that broke off).
+    AnswerFailed,
 }
 
-/// 503: the plugin's call failed because the backend it calls (a model API, a vector database)
-/// refused or did not answer; retry after `retry_after_seconds` (the backend's own `Retry-After`
-/// when it gave one). The call ran; its slot was held until it returned.
+impl UpstreamCode {
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UpstreamRateLimited => "upstream_rate_limited",
+            Self::UpstreamUnavailable => "upstream_unavailable",
+            Self::UpstreamTimeout => "upstream_timeout",
+            Self::UpstreamAuthFailed => "upstream_auth_failed",
+            Self::UpstreamUnreachable => "upstream_unreachable",
+            Self::UpstreamRejected => "upstream_rejected",
+            Self::UpstreamError => "upstream_error",
+            Self::AnswerFailed => "answer_failed",
+        }
+    }
+}
+
+/// 503 or 502: the plugin's call failed because the backend it calls (a model API, a vector
+/// database) refused, failed or did not answer. A 503 says when to retry (`retry_after_seconds`:
+/// the backend's own `Retry-After` when it gave one). The call ran; its slot was held until it
+/// returned. The sources it found before its answer failed are kept.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UpstreamBody {
-    /// Always `upstream_unavailable`.
+    /// `upstream_unavailable` (503) or `upstream_failed` (502).
     pub status: UpstreamStatus,
     /// What the backend did.
     pub error: UpstreamCode,
     /// Human message.
     pub detail: String,
-    /// Seconds to wait before trying again (also the `Retry-After` header).
-    pub retry_after_seconds: u64,
+    /// Seconds to wait before trying again (also the `Retry-After` header); 503 only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+    /// The sources the call found, when its plugin returned them beside the failed answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<super::retrieval::SourceBody>>,
     /// Matches the server log's lines about this request.
     pub request_id: u64,
 }
@@ -263,6 +305,17 @@ pub enum RefusalStatus {
     WaitTimeout,
     /// 503: the global limit's Redis cannot be reached and `--global-failure closed`.
     GlobalUnavailable,
+}
+
+impl RefusalStatus {
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::QueueFull => "queue_full",
+            Self::WaitTimeout => "wait_timeout",
+            Self::GlobalUnavailable => "global_unavailable",
+        }
+    }
 }
 
 /// Which gate refused.

@@ -2,6 +2,7 @@
 //! document (`super::openapi`) describes exactly these. No handler lives here.
 
 mod admin;
+mod chat;
 mod errors;
 mod live;
 mod operations;
@@ -10,6 +11,12 @@ mod retrieval;
 pub use admin::{
     CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwappedBody, GenerationBody,
     SwapRequestBody, SwapStatus, SwappedBody,
+};
+pub use chat::{
+    AssistantMessageBody, AssistantRole, ChatChunkBody, ChatChunkObject, ChatCompletionBody,
+    ChatCompletionObject, ChatMessageBody, ChatRequestBody, ChoiceBody, ChunkChoiceBody, DeltaBody,
+    FinishReasonBody, ListObject, ModelBody, ModelListBody, ModelObject, OpenAiErrorBody,
+    OpenAiErrorDetail, OpenAiErrorType, StreamOptionsBody, UsageBody,
 };
 pub use errors::{
     ForbiddenBody, ForbiddenCode, ForbiddenStatus, InternalBody, InternalStatus, InvalidCode,
@@ -24,6 +31,6 @@ pub use operations::{
     ReadyStatus, StateBody, StuckCall,
 };
 pub use retrieval::{
-    CompletedStatus, CorpusRefBody, PluginBody, RetrieveRequestBody, RetrieveResponse, SourceBody,
-    Timing,
+    AnswerStatus, CompletedStatus, CorpusRefBody, PluginBody, RetrieveRequestBody,
+    RetrieveResponse, SourceBody, Timing,
 };

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 use turnstile_corpus::metadata::{Fields, Link};
+use turnstile_host::capabilities::AnswerReport;
+use turnstile_host::capabilities::answer::FinishReason;
+use turnstile_host::capabilities::outbound::OutboundReport;
 use turnstile_host::{Generation, Source};
 use utoipa::ToSchema;
 
@@ -43,8 +46,42 @@ pub struct RetrieveResponse {
     /// asking a model); absent for a retrieval-only plugin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// What became of the answer, when the plugin made one or asked a backend for one (absent
+    /// for a retrieval-only call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_status: Option<AnswerStatus>,
     /// Where the time went.
     pub timing: Timing,
+}
+
+/// What became of a call's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStatus {
+    /// The model answered in full.
+    Answered,
+    /// The answer was cut at the token bound.
+    Truncated,
+    /// The model's filter withheld (part of) it.
+    Filtered,
+    /// No answer: the host refused every request the plugin made (its origin is not granted).
+    Denied,
+    /// No answer: the plugin's requests were made, and it gave none.
+    NotAnswered,
+}
+
+impl AnswerStatus {
+    /// The status of a call's answer, if the call made one or asked a backend for one.
+    pub fn of(answer: &AnswerReport, outbound: &OutboundReport) -> Option<Self> {
+        match (&answer.text, answer.finish) {
+            (Some(_), Some(FinishReason::Length)) => Some(Self::Truncated),
+            (Some(_), Some(FinishReason::ContentFilter)) => Some(Self::Filtered),
+            (Some(_), _) => Some(Self::Answered),
+            (None, _) if outbound.requests > 0 => Some(Self::NotAnswered),
+            (None, _) if outbound.denied > 0 => Some(Self::Denied),
+            (None, _) => None,
+        }
+    }
 }
 
 /// Queue wait and plugin execution, measured separately, in milliseconds to the microsecond.
@@ -63,7 +100,7 @@ pub struct Timing {
 }
 
 /// One source in a response, best first.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SourceBody {
     /// A document id of the corpus.
     id: String,
@@ -128,6 +165,21 @@ impl CorpusRefBody {
 }
 
 impl SourceBody {
+    /// The document's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Its title.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// Where it can be read, if the corpus says.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
     /// The body of a source the plugin gave, with its document's link from the corpus (`None`
     /// when it has none, or it could not be read).
     pub fn of(s: Source, link: Option<Link>) -> Self {

@@ -1,4 +1,4 @@
-declare module 'turnstile:retrieval/config@0.1.3' {
+declare module 'turnstile:retrieval/config@0.1.4' {
   /**
    * The value configured for `key` (a setting, else a secret of that name), or `none` if the
    * operator set none.

@@ -1,4 +1,4 @@
-declare module 'turnstile:retrieval/corpus@0.1.3' {
+declare module 'turnstile:retrieval/corpus@0.1.4' {
   /**
    * One search hit, ranked by the host.
    */

@@ -1,4 +1,4 @@
-declare module 'turnstile:retrieval/embeddings@0.1.3' {
+declare module 'turnstile:retrieval/embeddings@0.1.4' {
   /**
    * Dimensions of every vector `embed` returns (and `session.nearest` takes).
    */

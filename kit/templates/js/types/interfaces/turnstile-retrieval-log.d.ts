@@ -1,4 +1,4 @@
-declare module 'turnstile:retrieval/log@0.1.3' {
+declare module 'turnstile:retrieval/log@0.1.4' {
   /**
    * Write one message (at most 4 KiB is kept; longer messages are cut).
    */

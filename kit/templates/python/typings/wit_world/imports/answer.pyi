@@ -3,7 +3,15 @@
 """
 A generated answer for this call's response, beside its sources: what a plugin that asks a
 model (through `wasi:http`) found. The host puts it in the `/retrieve` response's `answer`
-field; a plugin that never calls `set` answers with sources only. Since 0.1.3.
+field and in the chat route's assistant message; a plugin that never calls `set` or `append`
+answers with sources only. Since 0.1.3.
+
+Since 0.1.4 an answer can be streamed: each `append` reaches a streaming client (`POST
+/v1/chat/completions` with `"stream": true`) as it is made, never held to the end; `cite`
+tells the client the sources before the answer's first token; `finish` says how the answer
+ended and what it cost. A client that stops reading makes `append` and `cite` fail with
+`client-gone` (and the host cancels the call's outbound requests): return then — the call,
+and the slot it holds, end when `retrieve` returns.
 """
 from typing import TypeVar, Generic, Union, Optional, Protocol, Tuple, List, Any, Self, Callable
 from types import TracebackType
@@ -28,11 +36,85 @@ Why an answer was refused. Never a trap.
 
 
 
+@dataclass
+class StreamError_ClientGone:
+    pass
+
+
+@dataclass
+class StreamError_TooLong:
+    value: int
+
+
+@dataclass
+class StreamError_InvalidArgument:
+    value: str
+
+
+StreamError = Union[StreamError_ClientGone, StreamError_TooLong, StreamError_InvalidArgument]
+"""
+Why a streamed part was refused. Never a trap. Since 0.1.4.
+"""
+
+
+@dataclass
+class Cited:
+    """
+    One source an answer is built on (the world's `source`, told early). Since 0.1.4.
+    """
+    id: str
+    title: str
+    snippet: str
+    score: float
+
+class FinishReason(Enum):
+    """
+    How an answer ended. Since 0.1.4.
+    """
+    STOP = 0
+    LENGTH = 1
+    CONTENT_FILTER = 2
+    FAILED = 3
+
+@dataclass
+class Usage:
+    """
+    The model's own token counts for this answer (its `usage`). Since 0.1.4.
+    """
+    prompt_tokens: int
+    completion_tokens: int
+
+
 def set(text: str) -> None:
     """
     Attach `text` as this call's answer (calling again replaces it). Kept only if `retrieve`
-    returns its sources.
+    returns its sources. On a stream, what `set` adds past the text already streamed is sent
+    at once; text already streamed cannot be recalled.
     
     Raises: `componentize_py_types.Err(wit_world.imports.answer.AnswerError)`
+    """
+    raise NotImplementedError
+def append(delta: str) -> None:
+    """
+    Append `delta` to this call's answer: a streaming client receives it now, as one content
+    delta. Empty deltas are ignored. Since 0.1.4.
+    
+    Raises: `componentize_py_types.Err(wit_world.imports.answer.StreamError)`
+    """
+    raise NotImplementedError
+def cite(sources: List[Cited]) -> None:
+    """
+    Tell the client the sources the answer will be built on, before its first token (a chat
+    UI shows the citations while the model writes), checked as `retrieve`'s result is. The
+    sources `retrieve` returns are the call's: a client told other ones here is told again
+    at the end. Since 0.1.4.
+    
+    Raises: `componentize_py_types.Err(wit_world.imports.answer.StreamError)`
+    """
+    raise NotImplementedError
+def finish(reason: FinishReason, usage: Optional[Usage]) -> None:
+    """
+    Say how the answer ended and, if the model said, what it cost; the last call counts.
+    Without it an answer ended with `stop`. Since 0.1.4.
     """
     raise NotImplementedError

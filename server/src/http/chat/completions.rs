@@ -1,0 +1,269 @@
+//! `POST /v1/chat/completions`: OpenAI's chat completions, answered by the plugin under the
+//! gate's admission — validate → admit (the same queue, flows, limits and global gate as
+//! `/retrieve`) → the plugin's call on a blocking worker that holds the lease → a
+//! `chat.completion`, or with `stream` the answer's chunks as the plugin makes them
+//! ([`super::stream`]). The lease covers the whole call: a cap of 20 is 20 answers being made.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use turnstile_host::ClientLink;
+use turnstile_host::capabilities::AnswerReport;
+use turnstile_host::capabilities::answer::{FinishReason, answer_stream};
+use turnstile_host::capabilities::outbound::OutboundReport;
+
+use super::error::ChatError;
+use super::models::model_id;
+use super::request::{CHAT_SOURCES, ChatRequest, MAX_CHAT_BODY_BYTES};
+use super::stream::{StreamStart, respond_streaming};
+use crate::http::access_log::Served;
+use crate::http::api::{
+    AssistantMessageBody, AssistantRole, ChatChunkBody, ChatCompletionBody, ChatCompletionObject,
+    ChatRequestBody, ChoiceBody, FinishReasonBody, OpenAiErrorBody, SourceBody, UsageBody,
+};
+use crate::http::body::{read_body, require_json};
+use crate::http::call::{self, CallOrder, millis};
+use crate::http::error::ApiError;
+use crate::http::flow::flow_of;
+use crate::http::request_id::RequestId;
+use crate::http::state::AppState;
+use crate::metrics::Metrics;
+
+/// This route, as the metrics label it.
+pub const ROUTE: &str = "/v1/chat/completions";
+
+/// `POST /v1/chat/completions`: an answer to the conversation's last message, with the sources
+/// it was built on.
+#[utoipa::path(
+    post,
+    path = "/v1/chat/completions",
+    tag = "openai",
+    request_body(content = ChatRequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "A `chat.completion`; with `stream: true`, `text/event-stream` of `data: {chat.completion.chunk}` events (`ChatChunkBody`), then `data: [DONE]` — or, for an error after the stream began, a `data: {\"error\": …}` event (`OpenAiErrorBody`) and the end of the stream",
+         content((ChatCompletionBody = "application/json"), (ChatChunkBody = "text/event-stream"))),
+        (status = 400, description = "A body OpenAI's API would refuse (the field is in `param`)", body = OpenAiErrorBody),
+        (status = 404, description = "`model` is not the one `GET /v1/models` lists", body = OpenAiErrorBody),
+        (status = 408, description = "The body did not arrive in time", body = OpenAiErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = OpenAiErrorBody),
+        (status = 415, description = "Not application/json", body = OpenAiErrorBody),
+        (status = 429, description = "The wait queue is full (`queue_full`)", body = OpenAiErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 500, description = "The plugin failed", body = OpenAiErrorBody),
+        (status = 502, description = "The model's backend failed the answer (`upstream_auth_failed`, `upstream_unreachable`, …; the sources found are kept)", body = OpenAiErrorBody),
+        (status = 503, description = "No slot within the wait deadline (`wait_timeout`), or the model's backend is past its capacity (`upstream_rate_limited`, …)", body = OpenAiErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+    )
+)]
+pub async fn completions(
+    State(state): State<AppState>,
+    Extension(id): Extension<RequestId>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let arrived = Instant::now();
+    match answer(&state, id.number, peer, &headers, body, arrived).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// What every message of one completion shares.
+#[derive(Debug, Clone)]
+pub(super) struct Completion {
+    /// `chatcmpl-…`.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model asked for.
+    pub model: String,
+    /// The request's id.
+    pub request_id: u64,
+}
+
+impl Completion {
+    fn new(model: String, request_id: u64) -> Self {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Self {
+            // Unique across restarts too: the process's start is in it.
+            id: format!("chatcmpl-{:x}{request_id:06x}", process_started()),
+            created: now.as_secs(),
+            model,
+            request_id,
+        }
+    }
+}
+
+/// When this process started, in Unix milliseconds.
+fn process_started() -> u64 {
+    static STARTED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    })
+}
+
+async fn answer(
+    state: &AppState,
+    request_id: u64,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    body: Body,
+    arrived: Instant,
+) -> Result<Response, ChatError> {
+    // Validate: a request refused here never reaches a gate.
+    require_json(headers)?;
+    let flow = flow_of(state.admission.flow_source(), peer.ip(), headers)?;
+    let body = read_body(body, MAX_CHAT_BODY_BYTES, state.edge.body_timeout).await?;
+    let request = ChatRequest::parse(&body)?;
+    let served = model_id(&state.plugins.current().plugin);
+    if request.model != served {
+        return Err(ChatError::unknown_model(&request.model, &served));
+    }
+    // Admit, as `/retrieve` is admitted (cancel-safe the same way).
+    let admitted = state
+        .admission
+        .admit_in(flow.as_deref())
+        .await
+        .map_err(ApiError::from)?;
+    let queue_ms = millis(admitted.waited());
+    let generation = state.plugins.current();
+    // From here a client that leaves marks its lease as a gone client's and cancels the call's
+    // outbound work (the lease stays held until the plugin returns).
+    let lease_watch = admitted.lease().client_watch();
+    let client = ClientLink::new();
+    let client_guard = client.guard();
+    let (sink, events) = match request.stream {
+        true => {
+            let (sink, events) = answer_stream();
+            (Some(sink), Some(events))
+        }
+        false => (None, None),
+    };
+    let order = CallOrder {
+        question: request.question,
+        limit: CHAT_SOURCES,
+        conversation: Some(Arc::new(request.conversation)),
+        stream: sink,
+        client,
+        route: ROUTE,
+    };
+    let worker = call::start(&state.metrics, admitted, &generation, order, request_id);
+    let completion = Completion::new(request.model, request_id);
+    if let Some(events) = events {
+        return respond_streaming(StreamStart {
+            state: state.clone(),
+            generation,
+            worker,
+            events,
+            client_guard,
+            lease_watch,
+            completion,
+            include_usage: request.include_usage,
+            arrived,
+            queue_ms,
+        })
+        .await;
+    }
+    let joined = worker.await;
+    lease_watch.disarm();
+    client_guard.disarm();
+    let ran = call::settle(joined, &generation.plugin, request_id)?;
+    count_tokens(&state.metrics, &ran.answer, &ran.outbound);
+    let outbound_ms = millis(ran.outbound.elapsed);
+    let served = Served {
+        generation: generation.number,
+        corpus_generation: generation.corpus.number,
+        queue_ms,
+        execution_ms: ran.execution_ms,
+        outbound_requests: ran.outbound.requests,
+        outbound_ms,
+    };
+    let (content, finish_reason) = content_of(&ran.answer, &ran.sources);
+    let body = ChatCompletionBody {
+        id: completion.id,
+        object: ChatCompletionObject::ChatCompletion,
+        created: completion.created,
+        model: completion.model,
+        choices: vec![ChoiceBody {
+            index: 0,
+            message: AssistantMessageBody {
+                role: AssistantRole::Assistant,
+                content,
+            },
+            finish_reason,
+            logprobs: None,
+        }],
+        usage: usage_of(&ran.answer),
+        sources: ran.sources,
+        request_id,
+    };
+    Ok((Extension(served), Json(body)).into_response())
+}
+
+/// The answer's content and why it ended: the plugin's answer, or — when it made none (a
+/// retrieval-only plugin) — its sources, listed, so a chat client shows what was found.
+pub(super) fn content_of(
+    answer: &AnswerReport,
+    sources: &[SourceBody],
+) -> (String, FinishReasonBody) {
+    match &answer.text {
+        Some(text) => (text.clone(), finish_reason(answer.finish)),
+        None => (sources_as_text(sources), FinishReasonBody::Stop),
+    }
+}
+
+/// OpenAI's word for how an answer ended (`stop` when the plugin did not say).
+pub(super) fn finish_reason(reason: Option<FinishReason>) -> FinishReasonBody {
+    match reason {
+        Some(FinishReason::Length) => FinishReasonBody::Length,
+        Some(FinishReason::ContentFilter) => FinishReasonBody::ContentFilter,
+        _ => FinishReasonBody::Stop,
+    }
+}
+
+/// The sources as a Markdown list: what a chat shows when the plugin answers with sources only.
+pub(super) fn sources_as_text(sources: &[SourceBody]) -> String {
+    if sources.is_empty() {
+        return "No sources were found for this question.".to_owned();
+    }
+    let mut text = String::from("Sources found for this question:\n");
+    for (n, source) in sources.iter().enumerate() {
+        let title = source.title().replace(['[', ']', '\n'], " ");
+        match source.url() {
+            Some(url) => text.push_str(&format!("\n{}. [{title}]({url})", n + 1)),
+            None => text.push_str(&format!("\n{}. {title} (`{}`)", n + 1, source.id())),
+        }
+    }
+    text
+}
+
+/// The model's token counts, as the plugin passed them on.
+pub(super) fn usage_of(answer: &AnswerReport) -> Option<UsageBody> {
+    answer.usage.map(|u| UsageBody {
+        prompt_tokens: u64::from(u.prompt_tokens),
+        completion_tokens: u64::from(u.completion_tokens),
+        total_tokens: u64::from(u.prompt_tokens) + u64::from(u.completion_tokens),
+    })
+}
+
+/// Counts the model's tokens by the origin the call asked (`(none)` when it sent nothing).
+pub(super) fn count_tokens(metrics: &Metrics, answer: &AnswerReport, outbound: &OutboundReport) {
+    if let Some(usage) = answer.usage {
+        metrics.tokens(
+            outbound.origin.as_deref().unwrap_or("(none)"),
+            u64::from(usage.prompt_tokens),
+            u64::from(usage.completion_tokens),
+        );
+    }
+}
