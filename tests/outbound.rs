@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_fixtures as components;
+use turnstile_host::capabilities::answer::FinishReason;
 use turnstile_host::capabilities::outbound::{
-    Origins, OutboundOptions, OutboundReport, SignalKind, UpstreamSignal,
+    FailureKind, Origins, OutboundOptions, OutboundReport, SignalKind, UpstreamSignal,
 };
 use turnstile_host::{
     CallStats, CapabilityOptions, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource,
@@ -105,12 +106,19 @@ fn assert_answered(result: &Result<Vec<Source>, PluginError>, stats: &CallStats)
     );
 }
 
-/// The plugin's error message, for a call that failed in the guest.
-fn guest_error(result: Result<Vec<Source>, PluginError>) -> String {
-    match result {
-        Err(PluginError::Guest(RetrieveError::Internal(message))) => message,
-        other => panic!("expected the plugin's internal error, got {other:?}"),
-    }
+/// A call whose answer failed: it kept its sources, said its answer `failed`, and logged why —
+/// the message it returns.
+fn failed_answer(result: Result<Vec<Source>, PluginError>, stats: &CallStats) -> String {
+    let sources = result.expect("the sources, kept when the answer fails");
+    assert!(!sources.is_empty(), "no sources");
+    assert_eq!(stats.used.answer.text, None);
+    assert_eq!(stats.used.answer.finish, Some(FinishReason::Failed));
+    stats
+        .used
+        .log
+        .last_warning
+        .clone()
+        .expect("the plugin says why in the log")
 }
 
 #[test]
@@ -189,10 +197,9 @@ fn a_429_is_an_error_with_the_rate_limit_signal() {
     ] {
         let plugin = rag(&runtime, origin, model, Some("sk-test-key"), &[origin]);
         let (result, stats, _) = call(&plugin, QUESTION);
-        let message = guest_error(result);
+        let message = failed_answer(result, &stats);
         assert_eq!(message, format!("upstream answered {status}"));
         assert!(!message.contains("sk-test-key"));
-        assert_eq!(stats.used.answer.text, None);
         assert_eq!(
             stats.used.outbound.signal,
             Some(UpstreamSignal {
@@ -233,13 +240,12 @@ fn hostile_under(
     );
 
     let (result, stats, elapsed) = call(&plugin, &format!("{QUESTION} upstream-mode:{mode}"));
-    let message = guest_error(result);
+    let message = failed_answer(result, &stats);
     assert!(
         message.contains(expected),
         "{mode}: {message:?} names no {expected:?}"
     );
     assert!(!message.contains("sk-test-key"), "{message}");
-    assert_eq!(stats.used.answer.text, None);
     assert!(
         elapsed < bound(&options),
         "{mode}: the call took {elapsed:?}, over its bound {:?}",
@@ -311,6 +317,68 @@ fn an_answer_that_is_not_json_is_an_error() {
 #[test]
 fn a_redirect_to_the_metadata_address_is_not_followed() {
     hostile("redirect-metadata", "upstream answered 302");
+}
+
+/// A refused credential, a failing upstream, an error in the stream: each is the answer's
+/// failure, typed by what the host saw (the sources are kept).
+#[test]
+fn an_upstream_that_fails_the_answer_is_typed_by_what_it_said() {
+    for (mode, expected, failure) in [
+        (
+            "auth-failed",
+            "upstream answered 401",
+            Some(FailureKind::AuthFailed),
+        ),
+        (
+            "forbidden",
+            "upstream answered 403",
+            Some(FailureKind::AuthFailed),
+        ),
+        (
+            "server-error",
+            "upstream answered 500",
+            Some(FailureKind::ServerError),
+        ),
+    ] {
+        let (report, _) = hostile(mode, expected);
+        assert_eq!(report.failure, failure, "{mode}: {report:?}");
+        assert_eq!(report.signal, None, "{mode}: {report:?}");
+    }
+}
+
+/// An error the upstream reports in the middle of its stream: what came before stays appended,
+/// and the answer is said to have failed.
+#[test]
+fn an_error_in_the_stream_fails_the_answer_after_its_first_tokens() {
+    let upstream = Upstream::start(Duration::ZERO);
+    let runtime = runtime(short_bounds(), 4);
+    let origin = upstream.origin();
+    let plugin = rag(&runtime, origin, "stream-error", None, &[origin]);
+    let (result, stats, _) = call(&plugin, QUESTION);
+    assert!(!result.unwrap().is_empty());
+    assert_eq!(stats.used.answer.finish, Some(FinishReason::Failed));
+    let partial = stats.used.answer.text.as_deref().unwrap_or_default();
+    assert!(partial.starts_with("According to"), "{partial:?}");
+    let why = stats.used.log.last_warning.clone().unwrap_or_default();
+    assert!(why.contains("error in its stream"), "{why}");
+}
+
+/// An upstream that is not there: the failure is `unreachable`, and the sources are kept.
+#[test]
+fn an_upstream_that_refuses_the_connection_is_unreachable() {
+    let runtime = runtime(short_bounds(), 4);
+    // A port nothing listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let plugin = rag(&runtime, &origin, "local", None, &[&origin]);
+    let (result, stats, _) = call(&plugin, QUESTION);
+    let message = failed_answer(result, &stats);
+    assert!(message.contains("refused the connection"), "{message}");
+    assert_eq!(stats.used.outbound.failure, Some(FailureKind::Unreachable));
 }
 
 #[test]

@@ -128,8 +128,9 @@ async fn answers_refusals_state_metrics_and_a_secret_that_shows_nowhere() {
         "{body}"
     );
     assert_eq!(retry_after.as_deref(), Some("1"));
-    // Not JSON: the plugin's own failure, a 500 like any other.
-    let (status, _, body) = post(
+    // Not JSON: the answer failed with no word from the backend: 502 `answer_failed`, the
+    // sources kept.
+    let (status, retry_after, body) = post(
         &client,
         &child.url("/retrieve"),
         &format!("{QUESTION} upstream-mode:garbage"),
@@ -137,10 +138,26 @@ async fn answers_refusals_state_metrics_and_a_secret_that_shows_nowhere() {
     )
     .await;
     assert_eq!(
-        (status, &body["status"]),
-        (500, &json!("internal_error")),
+        (status, &body["status"], &body["error"]),
+        (502, &json!("upstream_failed"), &json!("answer_failed")),
         "{body}"
     );
+    assert_eq!(retry_after, None, "a 502 says no retry");
+    assert!(!body["sources"].as_array().unwrap().is_empty(), "{body}");
+    // A refused credential: 502 `upstream_auth_failed`, the sources kept.
+    let (status, _, body) = post(
+        &client,
+        &child.url("/retrieve"),
+        &format!("{QUESTION} upstream-mode:auth-failed"),
+        &mut seen,
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]),
+        (502, &json!("upstream_auth_failed")),
+        "{body}"
+    );
+    assert!(!body["sources"].as_array().unwrap().is_empty(), "{body}");
 
     // What the operator reads: the grant, the secret's name, nothing left in flight.
     let state: Value = client

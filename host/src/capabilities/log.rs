@@ -14,18 +14,24 @@ use crate::provision::Provision;
 pub struct Log;
 
 /// What one call's `log.write` calls dropped past the bounds.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct LogReport {
     /// Messages dropped.
     pub dropped_messages: u32,
     /// Their bytes.
     pub dropped_bytes: u64,
+    /// The last `warn` or `error` message the call wrote, as the log shows it (escaped, secrets
+    /// redacted): the plugin's own word on what went wrong, for the line that reports the call.
+    pub last_warning: Option<String>,
 }
 
 impl Report for LogReport {
     fn absorb(&mut self, later: &Self) {
         self.dropped_messages += later.dropped_messages;
         self.dropped_bytes += later.dropped_bytes;
+        if later.last_warning.is_some() {
+            self.last_warning.clone_from(&later.last_warning);
+        }
     }
 }
 
@@ -37,7 +43,7 @@ impl Capability for Log {
 
     type Options = ();
     type Grant = ();
-    type State = LogBudget;
+    type State = (LogBudget, Option<String>);
     type Report = LogReport;
 
     fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
@@ -48,11 +54,11 @@ impl Capability for Log {
         Ok(())
     }
 
-    fn state(_: &(), _: &(), _: &Call) -> LogBudget {
-        LogBudget::default()
+    fn state(_: &(), _: &(), _: &Call) -> (LogBudget, Option<String>) {
+        (LogBudget::default(), None)
     }
 
-    fn finish(budget: &mut LogBudget, call: &Call) -> LogReport {
+    fn finish((budget, last_warning): &mut (LogBudget, Option<String>), call: &Call) -> LogReport {
         if budget.dropped_calls > 0 {
             tracing::warn!(
                 plugin = &*call.plugin,
@@ -65,13 +71,14 @@ impl Capability for Log {
         LogReport {
             dropped_messages: budget.dropped_calls,
             dropped_bytes: budget.dropped_bytes,
+            last_warning: last_warning.take(),
         }
     }
 }
 
 impl log::Host for Room<'_, Log> {
     fn write(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
-        if !self.state.admit(message.len()) {
+        if !self.state.0.admit(message.len()) {
             return Ok(());
         }
         // One line per message: control characters are escaped, so a plugin cannot forge lines.
@@ -82,6 +89,9 @@ impl log::Host for Room<'_, Log> {
             log::Level::Info => tracing::info!(plugin, request_id, "{message}"),
             log::Level::Warn => tracing::warn!(plugin, request_id, "{message}"),
             log::Level::Error => tracing::error!(plugin, request_id, "{message}"),
+        }
+        if matches!(level, log::Level::Warn | log::Level::Error) {
+            self.state.1 = Some(message);
         }
         Ok(())
     }

@@ -57,6 +57,12 @@ pub enum SwapError {
         /// The corpus generation serving now.
         corpus: u64,
     },
+    /// The swap named an outbound origin the operator did not grant: a swap may narrow the
+    /// grants, never widen them. Nothing was read.
+    #[error(
+        "outbound_allow: {0} is not within the operator's grants (--outbound-allow); a swap may narrow them, never widen them"
+    )]
+    GrantWidened(String),
     /// [`MAX_CANDIDATES_CHECKED`] candidates are being checked already.
     #[error(
         "{MAX_CANDIDATES_CHECKED} candidates are being checked already; send the swap again when one is done"

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::bounds::MAX_CANDIDATES_CHECKED;
 use super::observer::SwapObserver;
 use super::roots::{Confinement, SwapRoots};
-use crate::capabilities::outbound::Origins;
+use crate::capabilities::outbound::{Credentials, Origins};
 use crate::{
     PluginConfig, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions, Secrets, Sha256Hex,
 };
@@ -94,6 +94,8 @@ pub struct PluginDefaults {
     pub outbound: Origins,
     /// Secrets.
     pub secrets: std::sync::Arc<Secrets>,
+    /// The credentials the host adds to requests, by origin (every generation's).
+    pub credentials: std::sync::Arc<Credentials>,
 }
 
 /// What one plugin swap names of its own; the rest comes from [`PluginDefaults`].

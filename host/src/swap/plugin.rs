@@ -72,6 +72,15 @@ impl HotSwap {
             .map_err(|pinned| SwapError::PinRequired { pinned })?;
         let expected_sha256 = expected.as_ref();
         let defaults = &self.defaults;
+        // A swap may narrow the operator's grants, never widen them: every origin it names must
+        // be within one the operator granted (the credentials and secrets go nowhere else).
+        if let Some(outside) = settings
+            .outbound
+            .as_ref()
+            .and_then(|origins| origins.first_outside(&defaults.outbound))
+        {
+            return Err(SwapError::GrantWidened(outside.to_string()));
+        }
         let config = settings.config.unwrap_or_else(|| defaults.config.clone());
         let outbound = settings
             .outbound
@@ -129,7 +138,8 @@ impl HotSwap {
         let conformance = PluginRuntime::new(self.conformance.clone()).map_err(refused)?;
         let given = Provision::new(pool, config)
             .with_outbound(outbound)
-            .with_secrets(Arc::clone(&defaults.secrets));
+            .with_secrets(Arc::clone(&defaults.secrets))
+            .with_credentials(Arc::clone(&defaults.credentials));
         let trial =
             Plugin::from_bytes(&conformance, &source, &bytes, given.clone()).map_err(refused)?;
         let smoke = smoke(&Arc::new(trial));

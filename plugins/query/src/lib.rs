@@ -4,6 +4,8 @@
 //! a document id names the question's terms. Shared by the lexical and the hybrid plugin, and
 //! built natively for their unit tests and the corpus benchmarks.
 
+pub mod fusion;
+
 /// Questions longer than this many terms are cut: a longer OR-expression only adds noise and cost.
 pub const MAX_TERMS: usize = 32;
 /// Terms longer than this many characters are cut (a run of 500 letters with no separator, as

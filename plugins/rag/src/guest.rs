@@ -1,28 +1,26 @@
-//! The component: bindings generated from `wit/` (contract 0.1.3), the sources (bm25 over the
-//! question's terms, re-ranked by how well each id names them — as the lexical plugin ranks),
-//! and the answer asked of the upstream.
+//! The component: bindings generated from `wit/` (contract 0.1.4), the sources (hybrid, as the
+//! default plugin finds them: bm25 and embedding similarity, fused), told to the client before
+//! the model is asked, and the answer streamed from the upstream into `answer.append` token by
+//! token.
 
+use retrieval_query::fusion::{Candidate, ID_WEIGHT, LEXICAL_WEIGHT, POOL, fuse, text_snippet};
 use retrieval_query::{fts_expression, id_match, terms};
 
-use crate::completion;
-use crate::prompt::{self, Cited};
+use crate::chunk::Finish;
+use crate::prompt::{self, Asked, Passage, Speaker};
 use crate::settings::{self, Upstream};
-use crate::upstream::{self, Failure};
+use crate::upstream::{self, Failure, Flow};
 
 wit_bindgen::generate!({
     world: "retrieval-plugin",
     path: "../../wit",
 });
 
-use turnstile::retrieval::corpus::{CorpusError, Ranked, Session};
+use turnstile::retrieval::answer::{self, FinishReason, StreamError, Usage};
+use turnstile::retrieval::conversation::{self, Role};
+use turnstile::retrieval::corpus::{CorpusError, Session};
 use turnstile::retrieval::log::{self, Level};
-use turnstile::retrieval::{answer, config};
-
-/// Candidates ranked before the best `limit` are kept (as the lexical plugin: the answer to
-/// `limit: k` is the first k of the answer to `limit: 20`).
-const POOL: u32 = 50;
-/// How much naming the object (segments of its id) moves a candidate, relative to bm25.
-const ID_WEIGHT: f64 = 0.2;
+use turnstile::retrieval::{config, embeddings};
 
 /// What the operator set: where to ask (none: sources only), and how.
 struct Settings {
@@ -47,9 +45,16 @@ fn settings() -> Result<Option<Settings>, RetrieveError> {
     Ok(Some(Settings {
         upstream,
         model,
+        // The weaker choice: a key the plugin holds. With `--outbound-bearer` the host adds it.
         key: config::get("api_key").filter(|k| !k.is_empty()),
         max_tokens,
     }))
+}
+
+/// A source with the text of its document (what the model reads).
+struct Found {
+    source: Source,
+    text: String,
 }
 
 struct Rag;
@@ -57,72 +62,172 @@ struct Rag;
 impl Guest for Rag {
     fn retrieve(question: String, limit: u32) -> Result<Vec<Source>, RetrieveError> {
         let settings = settings()?;
-        let sources = sources(&question, limit)?;
+        let found = sources(&question, limit)?;
+        let sources: Vec<Source> = found.iter().map(|f| f.source.clone()).collect();
         let Some(settings) = settings else {
             return Ok(sources);
         };
-        if sources.is_empty() {
+        if found.is_empty() {
             log::write(Level::Debug, "no sources: nothing to answer from");
             return Ok(sources);
         }
-        let cited: Vec<Cited<'_>> = sources
+        // The sources before the model's first token: a chat client shows them while it writes.
+        let cited: Vec<answer::Cited> = sources
             .iter()
-            .map(|s| Cited {
-                id: &s.id,
-                title: &s.title,
-                snippet: &s.snippet,
+            .map(|s| answer::Cited {
+                id: s.id.clone(),
+                title: s.title.clone(),
+                snippet: s.snippet.clone(),
+                score: s.score,
             })
             .collect();
-        let body = prompt::request_body(&settings.model, settings.max_tokens, &question, &cited);
-        match upstream::post_json(&settings.upstream, settings.key.as_deref(), &body) {
-            Ok(reply) => {
-                let text = completion::answer(&reply)
-                    .map_err(|e| RetrieveError::Internal(e.message().to_owned()))?;
-                answer::set(&text)
-                    .map_err(|e| RetrieveError::Internal(format!("answer refused: {e:?}")))?;
-            }
-            // Not granted, or conformance work (`turnstile check`, a swap's smoke checks): the
-            // host's log says which.
-            Err(Failure::Denied) => log::write(
-                Level::Warn,
-                "upstream request denied by the host: answering with sources only",
-            ),
-            // A key that cannot be a header value is a setting that does not parse.
-            Err(failure @ Failure::BadKey) => return Err(RetrieveError::Config(failure.message())),
-            Err(failure) => return Err(RetrieveError::Internal(failure.message())),
+        match answer::cite(&cited) {
+            Ok(()) => {}
+            Err(StreamError::ClientGone) => return Ok(sources),
+            Err(error) => log::write(Level::Warn, &format!("cite refused: {error:?}")),
         }
+        ask(&settings, &question, &found)?;
         Ok(sources)
     }
 }
 
-/// The best `limit` sources for `question`, best first; none when it has no searchable term.
-fn sources(question: &str, limit: u32) -> Result<Vec<Source>, RetrieveError> {
-    let terms = terms(question);
-    let Some(expression) = fts_expression(&terms) else {
-        log::write(Level::Debug, "question has no searchable terms");
-        return Ok(Vec::new());
-    };
-    let session = Session::open().map_err(corpus_error)?;
-    let candidates = session.rank(&expression, POOL).map_err(corpus_error)?;
-    let mut chosen: Vec<(f64, Ranked)> = candidates
-        .into_iter()
-        .filter(|c| c.rank.is_finite())
-        .map(|c| (-c.rank * (1.0 + ID_WEIGHT * id_match(&c.id, &terms)), c))
+/// Asks the upstream, appending each piece of its answer as it arrives; the answer's end (or
+/// its failure) is told with `answer.finish`.
+fn ask(settings: &Settings, question: &str, found: &[Found]) -> Result<(), RetrieveError> {
+    let history = conversation::history();
+    let parameters = conversation::parameters();
+    let turns: Vec<prompt::Turn<'_>> = history
+        .iter()
+        .map(|t| prompt::Turn {
+            speaker: match t.role {
+                Role::System => Speaker::System,
+                Role::User => Speaker::User,
+                Role::Assistant => Speaker::Assistant,
+            },
+            content: &t.content,
+        })
         .collect();
-    chosen.sort_by(|(a, x), (b, y)| b.total_cmp(a).then_with(|| x.id.cmp(&y.id)));
+    let asked = Asked {
+        max_tokens: settings::answer_tokens(parameters.max_tokens, settings.max_tokens),
+        temperature: parameters.temperature,
+        stop: parameters.stop,
+        user: parameters.user,
+    };
+    let passages: Vec<Passage<'_>> = found
+        .iter()
+        .map(|f| Passage {
+            id: &f.source.id,
+            title: &f.source.title,
+            text: &f.text,
+        })
+        .collect();
+    let body = prompt::request_body(&settings.model, &asked, question, &passages, &turns);
+    let mut full = false;
+    let mut append = |text: &str| match answer::append(text) {
+        Ok(()) => Flow::Go,
+        Err(StreamError::TooLong(_)) => {
+            full = true;
+            Flow::Stop
+        }
+        Err(_) => Flow::Stop,
+    };
+    match upstream::ask(
+        &settings.upstream,
+        settings.key.as_deref(),
+        &body,
+        &mut append,
+    ) {
+        Ok(ended) => answer::finish(reason(ended.finish), usage(ended.usage)),
+        Err(Failure::ClientGone) if full => answer::finish(FinishReason::Length, None),
+        // Nobody reads the answer any more: return at once, so the slot goes back.
+        Err(Failure::ClientGone) => {}
+        // Not granted, or conformance work (`turnstile check`, a swap's smoke checks): the
+        // host's log says which.
+        Err(Failure::Denied) => log::write(
+            Level::Warn,
+            "upstream request denied by the host: answering with sources only",
+        ),
+        // A key that cannot be a header value is a setting that does not parse.
+        Err(failure @ Failure::BadKey) => return Err(RetrieveError::Config(failure.message())),
+        // The sources stay; the host answers with the error the backend's signal names.
+        Err(failure) => {
+            log::write(Level::Warn, &failure.message());
+            answer::finish(FinishReason::Failed, None);
+        }
+    }
+    Ok(())
+}
+
+fn reason(finish: Option<Finish>) -> FinishReason {
+    match finish {
+        Some(Finish::Length) => FinishReason::Length,
+        Some(Finish::ContentFilter) => FinishReason::ContentFilter,
+        _ => FinishReason::Stop,
+    }
+}
+
+fn usage(counts: Option<(u32, u32)>) -> Option<Usage> {
+    counts.map(|(prompt_tokens, completion_tokens)| Usage {
+        prompt_tokens,
+        completion_tokens,
+    })
+}
+
+/// The best `limit` sources for `question`, best first, each with its document's text: the
+/// default plugin's hybrid ranking (bm25 pool and nearest-vector pool, fused).
+fn sources(question: &str, limit: u32) -> Result<Vec<Found>, RetrieveError> {
+    let terms = terms(question);
+    let expression = fts_expression(&terms);
+    let session = Session::open().map_err(corpus_error)?;
+    let mut lexical = Vec::new();
+    if let Some(expression) = &expression {
+        for hit in session.rank(expression, POOL).map_err(corpus_error)? {
+            let score = -hit.rank * (1.0 + ID_WEIGHT * id_match(&hit.id, &terms));
+            let mut candidate = Candidate::new(hit.id, hit.title, hit.doc, score);
+            candidate.lexical = true;
+            lexical.push(candidate);
+        }
+    }
+    let mut semantic = Vec::new();
+    let vectors = embeddings::embed(std::slice::from_ref(&question.to_owned()))
+        .map_err(|e| RetrieveError::Internal(format!("{e:?}")))?;
+    if let Some(vector) = vectors.first() {
+        for near in session.nearest(vector, POOL).map_err(corpus_error)? {
+            semantic.push(Candidate::new(
+                near.id,
+                near.title,
+                near.doc,
+                near.similarity,
+            ));
+        }
+    }
+    let mut chosen = fuse(lexical, semantic, LEXICAL_WEIGHT);
     chosen.truncate(limit as usize);
     chosen
         .into_iter()
         .map(|(score, c)| {
-            let snippet = session
-                .snippet(&expression, c.doc)
+            let text = session
+                .get(&c.id)
                 .map_err(corpus_error)?
+                .map(|d| d.text)
                 .unwrap_or_default();
-            Ok(Source {
-                id: c.id,
-                title: c.title,
-                snippet,
-                score,
+            // The client's snippet shows where the question's terms are; the model reads the
+            // whole passage.
+            let matched = match &expression {
+                Some(expression) if c.lexical => {
+                    session.snippet(expression, c.doc).map_err(corpus_error)?
+                }
+                _ => None,
+            };
+            let snippet = matched.unwrap_or_else(|| text_snippet(&text));
+            Ok(Found {
+                source: Source {
+                    id: c.id,
+                    title: c.title,
+                    snippet,
+                    score,
+                },
+                text,
             })
         })
         .collect()

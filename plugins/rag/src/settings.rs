@@ -37,7 +37,9 @@ pub fn upstream(value: &str) -> Result<Upstream, String> {
         return Err("upstream: names no host".to_owned());
     }
     if authority.contains('@') {
-        return Err("upstream: must not carry credentials (set api_key instead)".to_owned());
+        return Err(
+            "upstream: must not carry credentials (bind them with --outbound-bearer)".to_owned(),
+        );
     }
     let bad = |c: char| c.is_whitespace() || c.is_control() || matches!(c, '?' | '#' | '\\');
     if rest.contains(bad) {
@@ -50,6 +52,11 @@ pub fn upstream(value: &str) -> Result<Upstream, String> {
         authority: authority.to_owned(),
         path: format!("{}{COMPLETIONS_PATH}", prefix.trim_end_matches('/')),
     })
+}
+
+/// The tokens an answer may have: what the client asked, at most the operator's `max_tokens`.
+pub fn answer_tokens(client: Option<u32>, operator: u32) -> u32 {
+    client.map_or(operator, |asked| asked.clamp(1, operator))
 }
 
 /// The `max_tokens` setting: 1..=[`MAX_MAX_TOKENS`], [`DEFAULT_MAX_TOKENS`] when absent.
@@ -99,6 +106,13 @@ mod tests {
             let error = upstream(bad).unwrap_err();
             assert!(!error.contains("secret"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn a_client_asks_for_fewer_tokens_never_more() {
+        assert_eq!(answer_tokens(None, 256), 256);
+        assert_eq!(answer_tokens(Some(64), 256), 64);
+        assert_eq!(answer_tokens(Some(100_000), 256), 256);
     }
 
     #[test]

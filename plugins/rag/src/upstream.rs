@@ -1,5 +1,6 @@
 //! The HTTP call: one `POST` of a JSON body through `wasi:http/outgoing-handler` (WASI 0.2, the
-//! `wasip2` crate's bindings), and the response's status and body, read to its end (at most
+//! `wasip2` crate's bindings), and the answer read as it streams: each server-sent event passed
+//! on as it arrives (a whole answer, when the upstream does not stream, at most
 //! [`MAX_BODY_BYTES`]). The host decides whether it is sent at all (a request to an origin it
 //! did not grant is refused with `HTTP-request-denied`) and bounds it: timeouts, body caps. A
 //! redirect is a status like any other: never followed.
@@ -9,9 +10,12 @@ use wasip2::http::types::{
     ErrorCode, Fields, IncomingResponse, Method, OutgoingBody, OutgoingRequest, Scheme,
     http_error_code,
 };
-use wasip2::io::streams::StreamError;
+use wasip2::io::streams::{InputStream, StreamError};
 
+use crate::chunk::{self, Finish};
+use crate::completion;
 use crate::settings::Upstream;
+use crate::sse::Events;
 
 /// The most the plugin reads of an answer (the host's own cap may be lower).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -36,6 +40,12 @@ pub enum Failure {
     TooLarge,
     /// The key is no valid header value.
     BadKey,
+    /// The client went away: the host cancelled the request (or the answer's reader stopped).
+    ClientGone,
+    /// A 2xx body the plugin cannot read (the payload says how).
+    Unreadable(&'static str),
+    /// The upstream reported an error in its stream.
+    StreamError,
 }
 
 impl Failure {
@@ -48,6 +58,9 @@ impl Failure {
             Self::BrokeOff(why) => format!("upstream answer broke off ({})", short(why)),
             Self::TooLarge => format!("upstream answer over {MAX_BODY_BYTES} bytes"),
             Self::BadKey => "api_key: not a valid header value".to_owned(),
+            Self::ClientGone => "the client went away".to_owned(),
+            Self::Unreadable(what) => (*what).to_owned(),
+            Self::StreamError => "upstream reported an error in its stream".to_owned(),
         }
     }
 }
@@ -84,12 +97,94 @@ fn short(text: &str) -> String {
         .collect()
 }
 
-/// POSTs `body` (JSON) to the upstream's completions path, with `Authorization: Bearer KEY`
-/// when a key is given, and returns the 2xx answer's body.
-pub fn post_json(upstream: &Upstream, key: Option<&str>, body: &[u8]) -> Result<Vec<u8>, Failure> {
+/// How the answer ended.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// Why, if the upstream said.
+    pub finish: Option<Finish>,
+    /// Prompt and completion tokens, if the upstream said.
+    pub usage: Option<(u32, u32)>,
+}
+
+/// What the reader of the answer wants next.
+pub enum Flow {
+    /// More.
+    Go,
+    /// Nothing more: the client went (or the answer is full); the request is dropped.
+    Stop,
+}
+
+/// POSTs `body` (JSON) to the upstream's completions path, with `Authorization: Bearer KEY` when
+/// a key is given (a host-bound credential needs none here), and hands each piece of the answer
+/// to `content` as it arrives: each event of a streamed answer (`text/event-stream`), or the
+/// whole content of one that came whole.
+pub fn ask(
+    upstream: &Upstream,
+    key: Option<&str>,
+    body: &[u8],
+    content: &mut dyn FnMut(&str) -> Flow,
+) -> Result<Ended, Failure> {
+    let response = send(upstream, key, body)?;
+    let status = response.status();
+    if !(200..300).contains(&status) {
+        return Err(Failure::Status(status));
+    }
+    let streamed = response
+        .headers()
+        .get("content-type")
+        .iter()
+        .any(|v| String::from_utf8_lossy(v).contains("text/event-stream"));
+    let incoming = response
+        .consume()
+        .map_err(|()| Failure::Http(ErrorCode::InternalError(None)))?;
+    let stream = incoming
+        .stream()
+        .map_err(|()| Failure::Http(ErrorCode::InternalError(None)))?;
+    if !streamed {
+        let whole =
+            completion::whole(&read_all(&stream)?).map_err(|e| Failure::Unreadable(e.message()))?;
+        let _ = content(&whole.content);
+        return Ok(Ended {
+            finish: whole.finish,
+            usage: whole.usage,
+        });
+    }
+    let mut events = Events::default();
+    let mut ended = Ended::default();
+    loop {
+        let bytes = match stream.blocking_read(64 * 1024) {
+            Ok(bytes) => bytes,
+            // A stream that closed without `[DONE]`: what came is the answer.
+            Err(StreamError::Closed) => return Ok(ended),
+            Err(error) => return Err(stream_error(error)),
+        };
+        for data in events.push(&bytes).map_err(|_| Failure::TooLarge)? {
+            if data.trim() == chunk::DONE {
+                return Ok(ended);
+            }
+            let part = chunk::part(&data).map_err(|e| match e {
+                chunk::Unreadable::NotJson => Failure::Unreadable("upstream streamed invalid JSON"),
+                chunk::Unreadable::Error => Failure::StreamError,
+            })?;
+            if let Some(text) = &part.content
+                && let Flow::Stop = content(text)
+            {
+                return Err(Failure::ClientGone);
+            }
+            ended.finish = part.finish.or(ended.finish);
+            ended.usage = part.usage.or(ended.usage);
+        }
+    }
+}
+
+/// Sends the request; the response once its head has come.
+fn send(upstream: &Upstream, key: Option<&str>, body: &[u8]) -> Result<IncomingResponse, Failure> {
     let mut headers: Vec<(String, Vec<u8>)> = vec![
         ("content-type".into(), b"application/json".to_vec()),
-        ("accept".into(), b"application/json".to_vec()),
+        (
+            "accept".into(),
+            b"text/event-stream, application/json".to_vec(),
+        ),
         ("content-length".into(), body.len().to_string().into_bytes()),
     ];
     if let Some(key) = key {
@@ -116,7 +211,7 @@ pub fn post_json(upstream: &Upstream, key: Option<&str>, body: &[u8]) -> Result<
         .set_path_with_query(Some(&upstream.path))
         .map_err(|()| internal("path"))?;
     let outgoing = request.body().map_err(|()| internal("body"))?;
-    let pending = outgoing_handler::handle(request, None).map_err(Failure::Http)?;
+    let pending = outgoing_handler::handle(request, None).map_err(failure_of)?;
 
     // The body goes while the host sends the request. A refused request's body has nowhere to
     // go: its write fails, and the response says why.
@@ -125,15 +220,25 @@ pub fn post_json(upstream: &Upstream, key: Option<&str>, body: &[u8]) -> Result<
     let response = loop {
         match pending.get() {
             Some(Ok(Ok(response))) => break response,
-            Some(Ok(Err(ErrorCode::HttpRequestDenied))) => return Err(Failure::Denied),
-            Some(Ok(Err(code))) => return Err(Failure::Http(code)),
+            Some(Ok(Err(code))) => return Err(failure_of(code)),
             Some(Err(())) => return Err(internal("response taken twice")),
             None => pending.subscribe().block(),
         }
     };
     written?;
-    finished.map_err(Failure::Http)?;
-    read(response)
+    finished.map_err(failure_of)?;
+    Ok(response)
+}
+
+/// What the host's error code means for the plugin.
+fn failure_of(code: ErrorCode) -> Failure {
+    match code {
+        ErrorCode::HttpRequestDenied => Failure::Denied,
+        ErrorCode::InternalError(Some(message)) if message.starts_with("cancelled") => {
+            Failure::ClientGone
+        }
+        code => Failure::Http(code),
+    }
 }
 
 fn write_body(outgoing: &OutgoingBody, body: &[u8]) -> Result<(), Failure> {
@@ -148,18 +253,8 @@ fn write_body(outgoing: &OutgoingBody, body: &[u8]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The body of a 2xx response; any other status is a [`Failure::Status`], its body unread.
-fn read(response: IncomingResponse) -> Result<Vec<u8>, Failure> {
-    let status = response.status();
-    if !(200..300).contains(&status) {
-        return Err(Failure::Status(status));
-    }
-    let incoming = response
-        .consume()
-        .map_err(|()| Failure::Http(ErrorCode::InternalError(None)))?;
-    let stream = incoming
-        .stream()
-        .map_err(|()| Failure::Http(ErrorCode::InternalError(None)))?;
+/// A whole body, at most [`MAX_BODY_BYTES`].
+fn read_all(stream: &InputStream) -> Result<Vec<u8>, Failure> {
     let mut body = Vec::new();
     loop {
         match stream.blocking_read(64 * 1024) {
@@ -178,10 +273,17 @@ fn read(response: IncomingResponse) -> Result<Vec<u8>, Failure> {
 fn stream_error(error: StreamError) -> Failure {
     match error {
         StreamError::LastOperationFailed(e) => match http_error_code(&e) {
-            Some(code) => Failure::Http(code),
+            Some(code) => failure_of(code),
             // wasmtime-wasi-http 48 keeps a body's failure as its own error type, which
             // `http-error-code` does not recognise: only the description tells.
-            None => Failure::BrokeOff(e.to_debug_string()),
+            None => {
+                let why = e.to_debug_string();
+                if why.contains("cancelled") {
+                    Failure::ClientGone
+                } else {
+                    Failure::BrokeOff(why)
+                }
+            }
         },
         StreamError::Closed => Failure::Http(ErrorCode::ConnectionTerminated),
     }

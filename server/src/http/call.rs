@@ -172,6 +172,7 @@ pub(crate) fn settle(
                 tracing::warn!(
                     plugin = plugin.name(),
                     upstream = error_code(&error),
+                    why = stats.used.log.last_warning.as_deref(),
                     "the plugin's answer failed; its sources are kept"
                 );
                 return Err(error);

@@ -51,8 +51,15 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
                 .names()
                 .map(str::to_owned)
                 .collect(),
+            credentials: generation
+                .plugin
+                .provision()
+                .credentials
+                .described()
+                .collect(),
             in_flight: state.metrics.outbound_in_flight(),
         },
+        streams_open: state.metrics.streams_open(),
     })
 }
 

@@ -7,13 +7,13 @@ use anyhow::Context;
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus_within};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::Origins;
+use turnstile_host::capabilities::outbound::{Credentials, Origins};
 use turnstile_host::swap::{
     CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapObserver, SwapRoots,
 };
 use turnstile_host::{
-    CapabilityOptions, Observer, Plugin, PluginRuntime, PluginSlot, Provision, RuntimeOptions,
-    Secrets,
+    CapabilityOptions, Observer, Plugin, PluginError, PluginRuntime, PluginSlot, PluginSource,
+    Provision, RetrieveError, RuntimeOptions, Secrets,
 };
 
 use super::args::ServeArgs;
@@ -68,10 +68,21 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     if let Some(name) = secrets.names().find(|n| plugin_config.contains_key(*n)) {
         anyhow::bail!("--plugin-secret {name}: a --plugin-config setting has that name too");
     }
+    let credentials =
+        Credentials::load(&args.outbound.credentials(), &|var| std::env::var(var).ok())
+            .context("--outbound-bearer/--outbound-header")?;
+    credentials
+        .check_granted(&outbound)
+        .context("--outbound-bearer/--outbound-header")?;
+    let credentials = Arc::new(credentials);
     if !outbound.is_empty() {
         let granted: Vec<&str> = outbound.iter().map(|o| o.as_str()).collect();
         let named: Vec<&str> = secrets.names().collect();
-        tracing::info!(origins = ?granted, secrets = ?named, "outbound HTTP granted");
+        let bound: Vec<String> = credentials.described().collect();
+        tracing::info!(origins = ?granted, secrets = ?named, credentials = ?bound, "outbound HTTP granted");
+    }
+    for warning in settings_outside_grants(&plugin_config, &outbound) {
+        tracing::warn!("{warning}");
     }
     let runtime = PluginRuntime::new(RuntimeOptions {
         // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
@@ -100,8 +111,12 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let source = args.plugin_source();
     let given = Provision::new(pool, plugin_config.clone())
         .with_outbound(outbound.clone())
-        .with_secrets(Arc::clone(&secrets));
-    let plugin = Plugin::load(&runtime, &source, given).context("loading the plugin")?;
+        .with_secrets(Arc::clone(&secrets))
+        .with_credentials(Arc::clone(&credentials));
+    let plugin = Plugin::load(&runtime, &source, given.clone()).context("loading the plugin")?;
+    if matches!(source, PluginSource::File(_)) {
+        check_settings(&conformance, &source, &plugin, given)?;
+    }
     if let Some(expected) = &args.plugin_sha256
         && plugin.sha256() != expected.as_str()
     {
@@ -133,6 +148,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             config: plugin_config,
             outbound,
             secrets,
+            credentials,
         },
         MAX_IDLE_CONNECTIONS,
         args.plugin_sha256.clone(),
@@ -208,4 +224,61 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         metrics,
     );
     Ok(state)
+}
+
+/// A warning for each setting that names an `http(s)://` origin no grant covers: the plugin
+/// will be refused every request there (a swapped-in plugin's settings are its own affair).
+pub fn settings_outside_grants(
+    config: &turnstile_host::PluginConfig,
+    granted: &Origins,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (key, value) in config.iter() {
+        let value = value.trim();
+        let lower = value.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            continue;
+        }
+        let Ok(uri) = value.parse::<axum::http::Uri>() else {
+            continue;
+        };
+        if !granted.iter().any(|grant| grant.covers_uri(&uri)) {
+            // Host and port only: a value's userinfo (a key in a URL) is never echoed.
+            let origin = format!(
+                "{}://{}{}",
+                uri.scheme_str().unwrap_or_default(),
+                uri.host().unwrap_or_default(),
+                uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default()
+            );
+            warnings.push(format!(
+                "--plugin-config {key} names {}, which no --outbound-allow grants: every request the plugin makes there will be refused",
+                turnstile_host::sanitize(&origin, 256)
+            ));
+        }
+    }
+    warnings
+}
+
+/// Refuses to serve a plugin whose own settings are wrong, as `turnstile check` reports them:
+/// one call of it on the conformance engine (under its deadline, every outbound request
+/// denied: a check costs no model call), failing only if the plugin says its settings are
+/// wrong (`retrieve-error.config`). Any other outcome is the calls' business, not the start's.
+fn check_settings(
+    conformance: &RuntimeOptions,
+    source: &PluginSource,
+    plugin: &Plugin,
+    given: Provision,
+) -> anyhow::Result<()> {
+    let runtime = PluginRuntime::new(conformance.clone())?;
+    let trial = Arc::new(
+        Plugin::from_bytes(&runtime, source, plugin.bytes(), given)
+            .context("checking the plugin's settings")?,
+    );
+    match trial.retrieve_bounded("What does this cover?", 1).0 {
+        Err(PluginError::Guest(RetrieveError::Config(why))) => anyhow::bail!(
+            "the plugin {} refuses its settings (as `turnstile check` reports): {why}",
+            plugin.name()
+        ),
+        _ => Ok(()),
+    }
 }

@@ -1,11 +1,14 @@
 //! `turnstile serve`'s settings for what plugins may reach: the origins granted to the plugin
-//! it starts with (`--outbound-allow`), its secrets (`--plugin-secret`), and the host's bounds on
-//! every outbound request (a guest may ask for shorter timeouts, never longer ones).
+//! it starts with (`--outbound-allow`), its secrets (`--plugin-secret`), the credentials the host
+//! adds to requests to an origin (`--outbound-bearer`, `--outbound-header`), and the host's
+//! bounds on every outbound request (a guest may ask for shorter timeouts, never longer ones).
 
 use std::time::Duration;
 
 use clap::Args;
-use turnstile_host::capabilities::outbound::{OriginGrant, OutboundOptions};
+use turnstile_host::capabilities::outbound::{
+    CredentialSpec, OriginGrant, OutboundOptions, parse_bearer_arg, parse_header_arg,
+};
 use turnstile_host::{SecretSource, parse_secret_arg};
 
 /// Flags of outbound HTTP and secrets (flattened into `ServeArgs`).
@@ -24,6 +27,20 @@ pub struct OutboundArgs {
     /// import as it reads its settings. Its value is shown nowhere.
     #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH", value_parser = parse_secret)]
     pub plugin_secret: Vec<(String, SecretSource)>,
+
+    /// A credential the host adds to every request to ORIGIN as `Authorization: Bearer
+    /// <value>`, read once at start (`ORIGIN=env:VAR` or `ORIGIN=file:PATH`, e.g. systemd's
+    /// `file:${CREDENTIALS_DIRECTORY}/openai`; repeatable). No plugin can read it, and it goes to
+    /// that exact origin only, which --outbound-allow must grant. Stronger than a
+    /// --plugin-secret the plugin sends itself.
+    #[arg(long = "outbound-bearer", value_name = "ORIGIN=env:VAR|ORIGIN=file:PATH", value_parser = parse_bearer)]
+    pub outbound_bearer: Vec<CredentialSpec>,
+
+    /// A credential the host adds to every request to ORIGIN in header HEADER (`api-key`,
+    /// `x-api-key`), read once at start (`ORIGIN=HEADER:env:VAR` or `ORIGIN=HEADER:file:PATH`;
+    /// repeatable); otherwise as --outbound-bearer.
+    #[arg(long = "outbound-header", value_name = "ORIGIN=HEADER:env:VAR|ORIGIN=HEADER:file:PATH", value_parser = parse_header)]
+    pub outbound_header: Vec<CredentialSpec>,
 
     /// Longest wait for an outbound response's headers, in milliseconds (1..=600000); a guest
     /// may ask for less.
@@ -70,6 +87,15 @@ pub struct OutboundArgs {
 }
 
 impl OutboundArgs {
+    /// Every bound credential: the bearer ones, then the others.
+    pub fn credentials(&self) -> Vec<CredentialSpec> {
+        self.outbound_bearer
+            .iter()
+            .chain(&self.outbound_header)
+            .cloned()
+            .collect()
+    }
+
     /// The host's bounds on outbound requests.
     pub fn options(&self) -> OutboundOptions {
         OutboundOptions {
@@ -92,6 +118,16 @@ fn parse_origin(given: &str) -> Result<String, String> {
         .parse::<OriginGrant>()
         .map(|origin| origin.as_str().to_owned())
         .map_err(|e| e.to_string())
+}
+
+/// One `--outbound-bearer`: where it goes and where its value comes from (never the value).
+fn parse_bearer(given: &str) -> Result<CredentialSpec, String> {
+    parse_bearer_arg(given).map_err(|e| e.to_string())
+}
+
+/// One `--outbound-header`.
+fn parse_header(given: &str) -> Result<CredentialSpec, String> {
+    parse_header_arg(given).map_err(|e| e.to_string())
 }
 
 /// One `--plugin-secret`: where a secret comes from (never its value).

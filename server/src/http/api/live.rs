@@ -44,6 +44,8 @@ pub struct LiveSnapshot {
     pub plugin: PluginBody,
     /// Streams open now.
     pub subscribers: usize,
+    /// Streamed answers (`POST /v1/chat/completions` with `stream`) being sent now.
+    pub streams_open: u64,
     /// With flows on: the busiest live flows (at most `MAX_LIVE_FLOWS`); absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowSnapshot>,

@@ -138,6 +138,8 @@ pub struct StateBody {
     pub global: Option<GlobalStatus>,
     /// What the serving plugin may reach over HTTP, and what is in flight.
     pub outbound: OutboundBody,
+    /// Streamed answers (`POST /v1/chat/completions` with `stream`) being sent now.
+    pub streams_open: u64,
 }
 
 /// The serving plugin's outbound HTTP.
@@ -147,6 +149,8 @@ pub struct OutboundBody {
     pub granted: Vec<String>,
     /// The names of the secrets it was given (never their values).
     pub secrets: Vec<String>,
+    /// The credentials the host adds to requests, each as `ORIGIN HEADER` (never a value).
+    pub credentials: Vec<String>,
     /// Outbound requests in flight now, by origin (the grant they went through), every plugin
     /// generation's.
     pub in_flight: std::collections::BTreeMap<String, u64>,

@@ -52,6 +52,7 @@ pub fn snapshot(state: &AppState, last_event: u64) -> LiveSnapshot {
         stuck_after_ms: state.health.stuck_after.as_millis() as u64,
         plugin: PluginBody::of(&state.plugins.current()),
         subscribers: state.live.body().subscribers,
+        streams_open: state.metrics.streams_open(),
         flows,
     }
 }
