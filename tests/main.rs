@@ -10,6 +10,7 @@ mod adaptive;
 mod admin;
 mod api;
 mod cache;
+mod chat;
 mod check;
 mod config;
 mod confined;

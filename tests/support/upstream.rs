@@ -34,10 +34,18 @@ pub struct Upstream {
 impl Upstream {
     /// Starts one whose normal answers take `latency`.
     pub fn start(latency: Duration) -> Self {
+        Self::start_with(latency, &[], &[])
+    }
+
+    /// [`Upstream::start`] with more flags (`--stream-ms`, `--answer-words`, …) and environment
+    /// (`UPSTREAM_REQUIRE_KEY`: a key need not sit in its arguments).
+    pub fn start_with(latency: Duration, flags: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new("python3")
             .arg(SCRIPT)
             .args(["--port", "0", "--latency-ms"])
             .arg(latency.as_millis().to_string())
+            .args(flags)
+            .envs(env.iter().copied())
             .arg("--exit-with-stdin")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -121,6 +129,11 @@ impl Upstream {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Its `/stats/requests`: the timings of the requests whose prompt had a `req:` tag.
+    pub fn requests(&self) -> Value {
+        self.call("GET", "/stats/requests")
     }
 
     /// One request on a connection of its own; the JSON body of the answer.
