@@ -166,6 +166,18 @@ async fn the_openai_sdk_gets_answers_whole_and_streamed_as_the_tokens_come() {
     // The stream's own access line: how it ended and when its first token went.
     logged(&child, "stream=true client_gone=false").await;
     assert!(child.logged("first_token_ms="));
+    // A client that leaves before its whole answer is made: its line is a 499.
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let left = impatient
+        .post(child.url("/v1/chat/completions"))
+        .json(&chat(QUESTION, false))
+        .send()
+        .await;
+    assert!(left.is_err(), "the answer takes 1.2 s: {left:?}");
+    logged(&child, "status=499 client_gone=true").await;
     stop_child(child).await;
 }
 

@@ -58,3 +58,18 @@ pub fn log_access(
         );
     });
 }
+
+/// Logs the line of a request of `route` whose client left before its response was made:
+/// status 499, `client_gone`.
+pub fn log_gone(span: &tracing::Span, route: &'static str, started: Instant) {
+    span.in_scope(|| {
+        tracing::info!(
+            target: "turnstile::access",
+            route,
+            status = 499u16,
+            client_gone = true,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "request completed"
+        );
+    });
+}

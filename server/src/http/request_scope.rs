@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
-use super::access_log::{LoggedAtEnd, log_access};
+use super::access_log::{LoggedAtEnd, log_access, log_gone};
 use super::request_id::{REQUEST_ID_HEADER, RequestId};
 use super::request_span::request_span;
 use super::response_metrics::count_response;
@@ -37,7 +37,14 @@ pub async fn request_scope(
     let header = id.header.clone();
     request.extensions_mut().insert(id);
     let started = std::time::Instant::now();
+    // A client that leaves before its response is made drops this future: its line says so.
+    let mut unanswered = Unanswered {
+        span: state.access_log.then(|| span.clone()),
+        route,
+        started,
+    };
     let mut response = next.run(request).instrument(span.clone()).await;
+    unanswered.span = None;
     response.headers_mut().insert(REQUEST_ID_HEADER, header);
     count_response(&state.metrics, route, &response);
     if state.access_log && response.extensions().get::<LoggedAtEnd>().is_none() {
@@ -55,4 +62,21 @@ fn route_label(routes: &[&'static str], matched: Option<&MatchedPath>) -> &'stat
         .find(|r| **r == path)
         .copied()
         .unwrap_or("other")
+}
+
+/// A request whose client left before its response was made (the request's future dropped):
+/// its access line, status 499 (the client closed the request, as nginx names it), when dropped.
+struct Unanswered {
+    /// The request's span, when the access log is on.
+    span: Option<tracing::Span>,
+    route: &'static str,
+    started: std::time::Instant,
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(span) = &self.span {
+            log_gone(span, self.route, self.started);
+        }
+    }
 }
