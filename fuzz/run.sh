@@ -21,7 +21,7 @@ cd "$(dirname "$0")"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(retrieve_body swap_body config_file plugin_result corpus_file ingest_file headers)
+[ ${#targets[@]} -gt 0 ] || targets=(retrieve_body chat_body swap_body config_file plugin_result corpus_file ingest_file headers)
 
 # The project's own toolchain (rust-toolchain.toml): without a sanitizer, libFuzzer's coverage
 # instrumentation needs only stable flags (-Cpasses=sancov-module, -Cllvm-args). cargo-fuzz from

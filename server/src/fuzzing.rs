@@ -41,6 +41,61 @@ pub fn retrieve_body(data: &[u8]) {
     }
 }
 
+/// A `/v1/chat/completions` body: accepted only within every bound the plugin is promised (a
+/// question of 1..=500 characters, not blank; at most 256 earlier turns of at most 32 KiB; the
+/// parameters in their ranges), or refused with a code, a bounded message and, when a field is at
+/// fault, its name.
+pub fn chat_body(data: &[u8]) {
+    use crate::http::chat::request::ChatRequest;
+    use turnstile_host::capabilities::conversation::{
+        MAX_HISTORY_TURNS, MAX_STOP_SEQUENCES, MAX_TURN_BYTES, MAX_USER_BYTES,
+    };
+    match ChatRequest::parse(data) {
+        Ok(request) => {
+            assert!(!request.question.trim().is_empty(), "a blank question");
+            assert!(
+                request.question.chars().count() <= crate::http::MAX_QUESTION_CHARS,
+                "a question over the bound"
+            );
+            assert!(!request.model.trim().is_empty(), "a blank model");
+            let conversation = &request.conversation;
+            assert!(conversation.history.len() <= MAX_HISTORY_TURNS);
+            assert!(
+                conversation
+                    .history
+                    .iter()
+                    .all(|t| t.content.len() <= MAX_TURN_BYTES)
+            );
+            let parameters = &conversation.parameters;
+            assert!(parameters.stop.len() <= MAX_STOP_SEQUENCES);
+            assert!(
+                parameters
+                    .user
+                    .as_ref()
+                    .is_none_or(|u| u.len() <= MAX_USER_BYTES)
+            );
+            assert!(parameters.max_tokens.is_none_or(|n| n >= 1));
+            assert!(
+                parameters
+                    .temperature
+                    .is_none_or(|t| (0.0..=2.0).contains(&t))
+            );
+            assert!(request.stream || !request.include_usage);
+        }
+        Err(refused) => {
+            assert!(!refused.code.is_empty());
+            assert!(
+                refused.message.len() <= MAX_DETAIL_BYTES,
+                "a message of {} bytes",
+                refused.message.len()
+            );
+            if let Some(param) = &refused.param {
+                assert!(param.len() <= 64, "a param of {} bytes", param.len());
+            }
+        }
+    }
+}
+
 /// The admin swap bodies, `POST /admin/plugin`'s and `POST /admin/corpus`'s, on the same bytes:
 /// a candidate with a 64-digit pin (and, for a plugin, bounded settings), or refused as invalid
 /// with a 400 or 422 and a bounded message.
@@ -322,6 +377,11 @@ mod tests {
     #[test]
     fn retrieve_body_cases() {
         run("retrieve_body", retrieve_body);
+    }
+
+    #[test]
+    fn chat_body_cases() {
+        run("chat_body", chat_body);
     }
 
     #[test]

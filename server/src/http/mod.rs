@@ -7,7 +7,7 @@ pub(crate) mod admin;
 pub mod api;
 mod body;
 mod call;
-mod chat;
+pub(crate) mod chat;
 pub(crate) mod corpus_swap;
 pub(crate) mod error;
 mod flow;

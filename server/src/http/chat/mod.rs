@@ -6,5 +6,5 @@
 pub(crate) mod completions;
 mod error;
 pub(crate) mod models;
-mod request;
+pub(crate) mod request;
 mod stream;
