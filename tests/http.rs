@@ -207,13 +207,24 @@ async fn a_trapping_plugin_gets_500_and_its_session_is_still_closed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guest_errors_and_contract_violations_are_500() {
-    for mode in ["mode=error", "mode=oversized", "mode=nonsense"] {
+    for mode in ["mode=error", "mode=oversized"] {
         let app = TestApp::load(&["--plugin", components::FAULT, "--plugin-config", mode]).await;
         let (status, body) = app.retrieve(json!({"question": "json", "limit": 3})).await;
         assert_eq!(status, 500, "{mode}: {body}");
         assert_eq!(body["status"], "internal_error");
         app.stop().await;
     }
+    // A setting the plugin itself refuses (its config error) never serves: `serve` stops.
+    let refused = crate::support::try_load(&[
+        "--plugin",
+        components::FAULT,
+        "--plugin-config",
+        "mode=nonsense",
+    ])
+    .await
+    .err()
+    .expect("serve refuses to start");
+    assert!(refused.contains(r#"unknown mode "nonsense""#), "{refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

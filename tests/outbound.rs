@@ -482,7 +482,10 @@ fn a_bound_credential_is_not_readable_by_the_plugin() {
     let credential = attempt(&format!(
         "authorization,Authorization,api_key_bound,outbound-bearer,{origin},credential {origin} authorization"
     ));
-    assert!(credential.contains("every name reads as none"), "{credential}");
+    assert!(
+        credential.contains("every name reads as none"),
+        "{credential}"
+    );
     assert!(!credential.contains(KEY));
     // The check can fail: a plugin secret is read by its name (the fixture returns what it read
     // as a source, which the host refuses as no document of the corpus).

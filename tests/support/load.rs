@@ -26,9 +26,14 @@ pub fn args(flags: &[&str]) -> ServeArgs {
 
 /// Loads like `turnstile serve FLAGS`, on a blocking thread (startup work).
 pub async fn load(flags: &[&str]) -> AppState {
+    try_load(flags).await.unwrap()
+}
+
+/// [`load`], or why `serve` would refuse to start (the error's whole chain).
+pub async fn try_load(flags: &[&str]) -> Result<AppState, String> {
     let args = args(flags);
     tokio::task::spawn_blocking(move || turnstile_server::serve::load(&args))
         .await
         .unwrap()
-        .unwrap()
+        .map_err(|e| format!("{e:#}"))
 }

@@ -12,39 +12,10 @@ use crate::bindings::turnstile::retrieval::conversation;
 use crate::error::PluginError;
 use crate::provision::Provision;
 
-pub use conversation::{AnswerParameters as Parameters, Role, Turn};
-
-/// Most turns before the question that a call is given.
-pub const MAX_HISTORY_TURNS: usize = 256;
-/// Longest turn, in bytes.
-pub const MAX_TURN_BYTES: usize = 32 * 1024;
-/// Most stop sequences.
-pub const MAX_STOP_SEQUENCES: usize = 4;
-/// Longest `user`, in bytes.
-pub const MAX_USER_BYTES: usize = 256;
-
-/// A conversation, as the chat route gives it to a call.
-#[derive(Debug, Clone)]
-pub struct Conversation {
-    /// The turns before the question, oldest first.
-    pub history: Vec<Turn>,
-    /// What the client asked of the answer.
-    pub parameters: Parameters,
-}
-
-impl Default for Conversation {
-    fn default() -> Self {
-        Self {
-            history: Vec::new(),
-            parameters: Parameters {
-                max_tokens: None,
-                temperature: None,
-                stop: Vec::new(),
-                user: None,
-            },
-        }
-    }
-}
+pub use crate::call_input::{
+    Conversation, MAX_HISTORY_TURNS, MAX_STOP_SEQUENCES, MAX_TURN_BYTES, MAX_USER_BYTES,
+    Parameters, Role, Turn,
+};
 
 /// The call's conversation.
 pub struct ConversationCapability;

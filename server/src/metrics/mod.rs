@@ -9,11 +9,12 @@
 mod admission;
 mod in_flight;
 mod names;
+mod open_streams;
 mod outbound;
 mod recorder;
 mod streams;
 
 pub use in_flight::InFlight;
 pub use names::CallOutcome;
+pub use open_streams::{OpenStreams, StreamOpen};
 pub use recorder::{HostCallMetrics, LiveCounts, Metrics, UPKEEP_INTERVAL, duration_buckets};
-pub use streams::{OpenStreams, StreamOpen};

@@ -50,7 +50,7 @@ pub struct Metrics {
     calls: [Counter; 4],
     host: Arc<HostCallMetrics>,
     outbound: super::in_flight::InFlight,
-    streams: super::streams::OpenStreams,
+    streams: super::open_streams::OpenStreams,
 }
 
 /// The plugin host calls' metrics (shared with every plugin instance's store).
@@ -157,7 +157,7 @@ impl Metrics {
         &self.outbound
     }
 
-    pub(super) fn streams(&self) -> &super::streams::OpenStreams {
+    pub(super) fn streams(&self) -> &super::open_streams::OpenStreams {
         &self.streams
     }
 

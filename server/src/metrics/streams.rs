@@ -3,40 +3,17 @@
 //! own `usage`, passed on by the plugin), and the clients that left before their answer was
 //! sent in full. Labels are routes and granted origins: sets the server and the operator chose.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use metrics::Label;
 
+use super::open_streams::StreamOpen;
 use super::recorder::Metrics;
-
-/// Streams open now.
-#[derive(Debug, Default)]
-pub struct OpenStreams(AtomicU64);
-
-impl OpenStreams {
-    /// How many are open now.
-    pub fn now(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// One open stream: counted open until dropped.
-#[derive(Debug)]
-pub struct StreamOpen(Arc<Metrics>);
-
-impl Drop for StreamOpen {
-    fn drop(&mut self) {
-        self.0.streams().0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 impl Metrics {
     /// A stream was opened (its response's headers sent): open until the returned guard drops.
-    pub fn stream_opened(self: &Arc<Self>) -> StreamOpen {
-        self.streams().0.fetch_add(1, Ordering::Relaxed);
-        StreamOpen(Arc::clone(self))
+    pub fn stream_opened(&self) -> StreamOpen {
+        self.streams().open()
     }
 
     /// Streams open now.

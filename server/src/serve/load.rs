@@ -259,9 +259,12 @@ pub fn settings_outside_grants(
     warnings
 }
 
+/// The longest the start waits for the settings check's call.
+pub const SETTINGS_CHECK_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Refuses to serve a plugin whose own settings are wrong, as `turnstile check` reports them:
-/// one call of it on the conformance engine (under its deadline, every outbound request
-/// denied: a check costs no model call), failing only if the plugin says its settings are
+/// one call of it on the conformance engine (under [`SETTINGS_CHECK_DEADLINE`], every outbound
+/// request denied: a check costs no model call), failing only if the plugin says its settings are
 /// wrong (`retrieve-error.config`). Any other outcome is the calls' business, not the start's.
 fn check_settings(
     conformance: &RuntimeOptions,
@@ -269,7 +272,14 @@ fn check_settings(
     plugin: &Plugin,
     given: Provision,
 ) -> anyhow::Result<()> {
-    let runtime = PluginRuntime::new(conformance.clone())?;
+    // A plugin reads its settings before any work: a call that takes longer is not refusing
+    // them, and the start waits no longer for it.
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        call_deadline: Some(SETTINGS_CHECK_DEADLINE),
+        ..conformance.clone()
+    })?;
+    // A pool of its own over the same index: the check's session is not the serving pool's.
+    let given = given.with_corpus(plugin.corpus().sibling(1)?);
     let trial = Arc::new(
         Plugin::from_bytes(&runtime, source, plugin.bytes(), given)
             .context("checking the plugin's settings")?,

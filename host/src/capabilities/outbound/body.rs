@@ -16,6 +16,9 @@ use wasmtime_wasi_http::{Error, WasiBody};
 use super::report::Finish;
 use crate::observe::OutboundOutcome;
 
+/// What a request cancelled because its call's client went away answers the guest.
+pub const CANCELLED: &str = "cancelled: the client went away";
+
 /// The guest's request body, cut off with `HttpRequestBodySize` past `cap` bytes.
 pub struct CappedRequest {
     inner: WasiBody,
@@ -130,7 +133,7 @@ impl Body for MeteredResponse {
         if this.client_left.as_mut().poll(cx).is_ready() {
             return this.fail(
                 OutboundOutcome::Cancelled,
-                Error::InternalError(Some(super::hooks::CANCELLED.to_owned())),
+                Error::InternalError(Some(CANCELLED.to_owned())),
             );
         }
         if this.deadline.as_mut().poll(cx).is_ready() {

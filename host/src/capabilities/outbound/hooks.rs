@@ -13,16 +13,13 @@ use std::time::Duration;
 use http::uri::Scheme as UriScheme;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::body::{CappedRequest, MeteredResponse};
+use super::body::{CANCELLED, CappedRequest, MeteredResponse};
 use super::grant::OutboundGrant;
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
 use super::report::{FailureKind, Reporter, SignalKind, UpstreamSignal, retry_after};
 use crate::client_link::ClientLink;
 use crate::observe::OutboundOutcome;
-
-/// What a request cancelled because its call's client went away answers the guest.
-pub const CANCELLED: &str = "cancelled: the client went away";
 
 /// The label of a request no grant covers.
 pub const DENIED: &str = "(denied)";

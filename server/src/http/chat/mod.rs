@@ -3,6 +3,7 @@
 //! OpenAI documents them ([`request`]) and errors in OpenAI's shape ([`error`]). Admission,
 //! the worker and the plugin's call are `/retrieve`'s (`super::call`).
 
+mod answer;
 pub(crate) mod completions;
 mod error;
 pub(crate) mod models;

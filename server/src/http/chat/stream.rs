@@ -23,7 +23,7 @@ use turnstile_gate::ClientWatch;
 use turnstile_host::capabilities::answer::{AnswerEvent, AnswerEvents};
 use turnstile_host::{ClientGuard, Generation, Source};
 
-use super::completions::{Completion, ROUTE, content_of, count_tokens, finish_reason, usage_of};
+use super::answer::{Completion, ROUTE, content_of, count_tokens, finish_reason, usage_of};
 use super::error::ChatError;
 use crate::http::access_log::LoggedAtEnd;
 use crate::http::api::{
