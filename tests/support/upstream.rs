@@ -131,11 +131,6 @@ impl Upstream {
         }
     }
 
-    /// Its `/stats/requests`: the timings of the requests whose prompt had a `req:` tag.
-    pub fn requests(&self) -> Value {
-        self.call("GET", "/stats/requests")
-    }
-
     /// One request on a connection of its own; the JSON body of the answer.
     fn call(&self, method: &str, path: &str) -> Value {
         let authority = self.origin.trim_start_matches("http://");
