@@ -107,12 +107,13 @@ pub(crate) fn start(
             span.record("outbound_requests", outbound.requests);
             span.record("outbound_ms", millis(outbound.elapsed));
         }
-        let answer_failed = stats.used.answer.finish == Some(FinishReason::Failed);
-        if outbound.signal.is_some() {
-            // The backend turned work away: the adaptive limit backs off instead of learning a
-            // fast failure as a latency.
+        let failed = result.is_err() || stats.used.answer.finish == Some(FinishReason::Failed);
+        if failed && outbound.signal.is_some() {
+            // The call failed because its backend turned work away: the adaptive limit backs off
+            // instead of learning a fast failure as a latency. (A call that met a 429 and still
+            // answered — a retry, a fallback — is an ordinary sample.)
             admitted.mark_dropped();
-        } else if result.is_err() || answer_failed {
+        } else if failed {
             // Failed on its own: no latency sample (a fast failure must not raise the limit).
             admitted.mark_failed();
         }
