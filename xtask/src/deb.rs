@@ -1,5 +1,9 @@
 //! The Debian package: a staged tree (`/usr/bin/turnstile`, `/etc/turnstile/turnstile.toml` as a
-//! conffile, the systemd unit, man pages, completions, the licences), its `DEBIAN/` control files
+//! conffile, the systemd unit, man pages, completions, the licences, the shipped plugins in
+//! `/usr/share/turnstile/plugins/` (data: Debian's place for what is the same on every
+//! architecture), README and the docs in `/usr/share/doc/turnstile/` at their paths in the
+//! repository, uncompressed so that their links to one another and their images work), its
+//! `DEBIAN/` control files
 //! written here and the maintainer scripts from `packaging/debian/`, then
 //! `dpkg-deb --build --root-owner-group` (every file root's, without fakeroot).
 
@@ -25,6 +29,11 @@ pub struct Inputs<'a> {
     pub packaging: &'a Path,
     /// README.md.
     pub readme: &'a Path,
+    /// The docs: each one's path under `/usr/share/doc/turnstile/` (as in the repository:
+    /// `docs/OUTBOUND.md`) and the file.
+    pub docs: &'a [(PathBuf, PathBuf)],
+    /// The shipped plugins' components (`NAME.wasm`), for `/usr/share/turnstile/plugins/`.
+    pub plugins: &'a [PathBuf],
     /// The third-party licence summary's text.
     pub licences: &'a str,
     /// The man pages (`*.1`, uncompressed).
@@ -68,6 +77,17 @@ pub fn build(inputs: &Inputs, work: &Path, out: &Path) -> anyhow::Result<PathBuf
         copyright(inputs.licences).as_bytes(),
         0o644,
     )?;
+    for (path, file) in inputs.docs {
+        put(&format!("{doc}/{}", path.display()), &read(file)?, 0o644)?;
+    }
+    for plugin in inputs.plugins {
+        let name = plugin.file_name().context("a plugin has a name")?;
+        put(
+            &format!("/usr/share/turnstile/plugins/{}", name.to_string_lossy()),
+            &read(plugin)?,
+            0o644,
+        )?;
+    }
     for page in inputs.man {
         let name = page.file_name().context("a man page has a name")?;
         let gz = gzip(&read(page)?)?;
@@ -144,7 +164,8 @@ fn control(inputs: &Inputs, depends: &str, installed_kib: u64) -> String {
          by a bounded first-in-first-out gate and answered by a WebAssembly component\n \
          plugin over a SQLite FTS5 corpus. The package runs it as a hardened systemd\n \
          service (turnstile.service, its own system user), configured in\n \
-         /etc/turnstile/turnstile.toml.\n",
+         /etc/turnstile/turnstile.toml, and ships the plugins (among them rag, which\n \
+         answers with a model) in /usr/share/turnstile/plugins/.\n",
         version = inputs.version,
         arch = inputs.arch,
     )

@@ -2,8 +2,13 @@
 //! one command into `DIR` (default `target/dist/`):
 //!
 //! - `turnstile-VERSION-TRIPLE.tar.gz`: the binary, README, LICENSE, the third-party licence
-//!   summary, the example configuration, the systemd unit, shell completions and man pages;
-//! - `turnstile_VERSION_ARCH.deb` ([`crate::deb`]).
+//!   summary, the example configuration, the systemd unit, shell completions, man pages, the
+//!   shipped plugins (`plugins/NAME.wasm`) and the docs (`docs/`, [`crate::docs`]);
+//! - `turnstile_VERSION_ARCH.deb` ([`crate::deb`]): the same, where Debian puts them (the
+//!   plugins in `/usr/share/turnstile/plugins/`, the docs in `/usr/share/doc/turnstile/`).
+//!
+//! The plugins are built here, as `cargo xtask plugins` builds them ([`crate::guests`]: those
+//! under `plugins/`, no test fixture), so the command works on a fresh checkout.
 //!
 //! `--profile dev` packages the dev build (what CI's tests already compiled: a release build
 //! costs CI minutes) and compresses fast; `release` (the default) is what is published.
@@ -16,7 +21,7 @@ use std::process::{Command, Stdio};
 use anyhow::Context;
 use serde_json::Value;
 
-use crate::{deb, exec, licences};
+use crate::{deb, docs, exec, guests, licences};
 
 /// The cargo profile the binary is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,6 +50,17 @@ const CACHE_LINE: (&str, &str) = (
     "cache-dir = \"/var/cache/turnstile\"",
 );
 
+/// What the package's `/etc/turnstile/turnstile.toml` says before the example configuration.
+const CONFIG_HEADER: &str = "\
+# /etc/turnstile/turnstile.toml: what turnstile.service serves with (`turnstile serve --config
+# /etc/turnstile/turnstile.toml`). The package sets `cache-dir` below (the unit's
+# CacheDirectory); everything else is the defaults. The plugins the package ships are in
+# /usr/share/turnstile/plugins/ (plugin = \"/usr/share/turnstile/plugins/rag.wasm\"), its docs in
+# /usr/share/doc/turnstile/; how to give the service a model key that no plugin holds:
+# /usr/share/doc/turnstile/docs/OUTBOUND.md, \"A key for the service\".
+#
+";
+
 /// Builds the tarball and the .deb; prints their paths.
 pub fn run(profile: Profile, out: Option<PathBuf>) -> anyhow::Result<()> {
     let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
@@ -69,13 +85,20 @@ pub fn run(profile: Profile, out: Option<PathBuf>) -> anyhow::Result<()> {
         .context("cargo metadata has no turnstile-cli")?
         .to_owned();
     let binary = build(&cargo, profile)?;
+    let plugins = guests::build(
+        &cargo,
+        &metadata,
+        &workspace,
+        &target_dir,
+        guests::Which::Shipped,
+    )?;
+    let plugin_dirs: Vec<PathBuf> = plugins.iter().map(|p| p.dir.clone()).collect();
+    let docs = docs::shipped(&workspace, &plugin_dirs)?;
     let out = out.unwrap_or_else(|| target_dir.join("dist"));
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let epoch = source_date_epoch(&workspace);
 
-    let mut roots = vec!["turnstile-cli"];
-    roots.extend(EMBEDDED_PLUGINS);
-    let licences = licences::summary(&metadata, &roots, &version)?;
+    let licences = licences_of(&cargo, &metadata, &plugins, &version)?;
 
     // The tarball's folder, which also holds what the .deb takes (completions, man pages).
     let name = format!("turnstile-{version}-{triple}");
@@ -114,6 +137,18 @@ pub fn run(profile: Profile, out: Option<PathBuf>) -> anyhow::Result<()> {
         let script = exec::output(Command::new(&binary).args(["completions", shell]))?;
         fs::write(path, script)?;
     }
+    let mut staged_plugins = Vec::new();
+    for plugin in &plugins {
+        let to = stage.join("plugins").join(format!("{}.wasm", plugin.name));
+        fs::create_dir_all(stage.join("plugins"))?;
+        copy(&plugin.path, &to)?;
+        staged_plugins.push(to);
+    }
+    for doc in &docs {
+        let to = stage.join(doc);
+        fs::create_dir_all(to.parent().context("a doc has a folder")?)?;
+        copy(&workspace.join(doc), &to)?;
+    }
     let man_dir = stage.join("man");
     let listed = exec::output(Command::new(&binary).arg("man").arg("--out").arg(&man_dir))?;
     let man: Vec<PathBuf> = String::from_utf8(listed)?
@@ -147,9 +182,7 @@ pub fn run(profile: Profile, out: Option<PathBuf>) -> anyhow::Result<()> {
         CACHE_LINE.0
     );
     let config = format!(
-        "# /etc/turnstile/turnstile.toml: what turnstile.service serves with (`turnstile serve \
-         --config\n# /etc/turnstile/turnstile.toml`). The package sets `cache-dir` below (the \
-         unit's\n# CacheDirectory); everything else is the defaults.\n#\n{}",
+        "{CONFIG_HEADER}{}",
         config.replace(CACHE_LINE.0, CACHE_LINE.1)
     );
     let compression: &[&str] = match profile {
@@ -164,6 +197,11 @@ pub fn run(profile: Profile, out: Option<PathBuf>) -> anyhow::Result<()> {
             config: &config,
             packaging: &packaging,
             readme: &workspace.join("README.md"),
+            docs: &docs
+                .iter()
+                .map(|doc| (doc.clone(), stage.join(doc)))
+                .collect::<Vec<_>>(),
+            plugins: &staged_plugins,
             licences: &licences,
             man: &man,
             completions: [&completions[0], &completions[1], &completions[2]],
@@ -179,6 +217,57 @@ pub fn run(profile: Profile, out: Option<PathBuf>) -> anyhow::Result<()> {
         println!("{} ({:.1} MB)", file.display(), bytes as f64 / 1e6);
     }
     Ok(())
+}
+
+/// The third-party licence summary of the binary (its crates for the machine's platform) and of
+/// the shipped plugins (the Rust ones' crates for `wasm32-wasip2`, the others' runtimes).
+fn licences_of(
+    cargo: &Path,
+    host: &Value,
+    plugins: &[guests::Built],
+    version: &str,
+) -> anyhow::Result<String> {
+    let guest: Value = serde_json::from_slice(&exec::output(Command::new(cargo).args([
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+        "--filter-platform",
+        turnstile_guest_build::TARGET,
+    ]))?)?;
+    let named = |language: Option<turnstile_guest_build::Language>| -> Vec<&str> {
+        plugins
+            .iter()
+            .filter(|p| p.language == language)
+            .map(|p| p.name.as_str())
+            .collect()
+    };
+    let rust = named(None);
+    let mut guest_roots = rust.clone();
+    for embedded in EMBEDDED_PLUGINS {
+        if !guest_roots.contains(&embedded) {
+            guest_roots.push(embedded);
+        }
+    }
+    licences::summary(
+        &[
+            licences::Build {
+                metadata: host,
+                roots: &["turnstile-cli"],
+            },
+            licences::Build {
+                metadata: &guest,
+                roots: &guest_roots,
+            },
+        ],
+        &licences::Plugins {
+            embedded: &EMBEDDED_PLUGINS,
+            rust: &rust,
+            python: &named(Some(turnstile_guest_build::Language::Python)),
+            javascript: &named(Some(turnstile_guest_build::Language::JavaScript)),
+        },
+        version,
+    )
 }
 
 /// `cargo build` of the `turnstile` binary with `profile`, features resolved as for the whole

@@ -6,15 +6,18 @@
 //!   operators, `turnstile drive`, the benchmarks and the docs use. Python and JavaScript need the
 //!   pinned toolchains: `plugins/toolchains/install.sh`.
 //! - `cargo xtask dist [--profile release|dev] [--out DIR]` builds the release a person installs:
-//!   the tarball and the Debian package, into `DIR` (default `target/dist/`) ([`dist`]).
+//!   the tarball and the Debian package, into `DIR` (default `target/dist/`), with the plugins
+//!   under `plugins/` (built as `plugins` builds them, no fixture) and the docs ([`dist`]).
 //! - `cargo xtask layout` checks the house rules the compiler does not: no import circle between
 //!   files, no file over 600 lines before its unit tests, signposts (`lib.rs`, `mod.rs`) that only
 //!   declare and re-export ([`layout`]).
 
 mod deb;
 mod dist;
+mod docs;
 mod exec;
 mod graph;
+mod guests;
 mod layout;
 mod licences;
 
@@ -41,7 +44,8 @@ enum Task {
         out: Option<PathBuf>,
     },
     /// Build the release into DIR (default: target/dist): the tarball
-    /// (turnstile-VERSION-TRIPLE.tar.gz) and the Debian package (turnstile_VERSION_ARCH.deb).
+    /// (turnstile-VERSION-TRIPLE.tar.gz) and the Debian package (turnstile_VERSION_ARCH.deb),
+    /// each with the binary, the plugins of plugins/ (built here) and the docs.
     Dist {
         /// The cargo profile of the binary: `dev` packages the tests' build (for CI's check of
         /// the package), `release` what is published.
@@ -79,26 +83,13 @@ fn plugins(out: Option<PathBuf>) -> anyhow::Result<()> {
     let metadata = metadata(&cargo)?;
     let workspace = PathBuf::from(str_field(&metadata, "workspace_root")?);
     let target_dir = PathBuf::from(str_field(&metadata, "target_directory")?);
-    let guests = guest_packages(&metadata, &workspace)?;
-    anyhow::ensure!(
-        !guests.is_empty(),
-        "no guest crates found under plugins/ or fixtures/"
-    );
-    let names: Vec<&str> = guests.iter().map(String::as_str).collect();
-    let built =
-        turnstile_guest_build::build(&cargo, &workspace, &names, &target_dir.join("guests"))?;
-    // The guests in other languages, by their pinned toolchains.
-    let mut built = built;
-    for guest in turnstile_guest_build::LANGUAGE_GUESTS {
-        built.push(
-            turnstile_guest_build::build_language(
-                &workspace,
-                guest,
-                &target_dir.join("guests/lang"),
-            )
-            .with_context(|| format!("building {}", guest.name))?,
-        );
-    }
+    let built = guests::build(
+        &cargo,
+        &metadata,
+        &workspace,
+        &target_dir,
+        guests::Which::All,
+    )?;
     let out = out.unwrap_or_else(|| target_dir.join("plugins"));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     for guest in built {
@@ -127,27 +118,4 @@ fn str_field<'a>(value: &'a Value, key: &str) -> anyhow::Result<&'a str> {
     value[key]
         .as_str()
         .with_context(|| format!("cargo metadata has no {key}"))
-}
-
-/// Workspace packages under `plugins/` or `fixtures/` whose library is a `cdylib`: the guests.
-fn guest_packages(metadata: &Value, workspace: &Path) -> anyhow::Result<Vec<String>> {
-    let mut names = Vec::new();
-    for package in metadata["packages"].as_array().into_iter().flatten() {
-        let manifest = PathBuf::from(str_field(package, "manifest_path")?);
-        let under = |dir: &str| manifest.starts_with(workspace.join(dir));
-        let cdylib = package["targets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|t| {
-                t["crate_types"]
-                    .as_array()
-                    .is_some_and(|types| types.iter().any(|c| c == "cdylib"))
-            });
-        if (under("plugins") || under("fixtures")) && cdylib {
-            names.push(str_field(package, "name")?.to_owned());
-        }
-    }
-    names.sort();
-    Ok(names)
 }
