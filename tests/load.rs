@@ -1,12 +1,18 @@
 //! `turnstile load` against a real in-process server: a smoke-sized closed-loop run, flag
-//! validation, and the Locust profile that mirrors it.
+//! validation, the Locust profiles that mirror it, and `--chat --stream` against the `rag`
+//! plugin in front of the streaming test upstream.
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use crate::support::TestServer;
+use crate::support::upstream::Upstream;
 use clap::Parser;
 use serde_json::Value;
-use turnstile_tools::load::{DEFAULT_BODY, LoadArgs, SUMMARY_FILE, SVG_FILE, run_load};
+use turnstile_tools::load::{
+    DEFAULT_BODY, DEFAULT_QUESTION, LoadArgs, REQUESTS_FILE, SUMMARY_FILE, SVG_FILE, run_load,
+};
 
 #[derive(Parser)]
 struct Wrapper {
@@ -26,6 +32,10 @@ fn args(url: String, output: PathBuf) -> LoadArgs {
         output,
         timeout_s: 10.0,
         quiet: true,
+        chat: false,
+        stream: false,
+        model: None,
+        question: None,
     }
 }
 
@@ -140,6 +150,119 @@ async fn a_bodies_file_is_sent_in_turn() {
     );
 }
 
+/// `--chat --stream` against `rag` and the streaming upstream: every stream read to its `[DONE]`,
+/// its first content delta timed before its end, the model found through `/v1/models`, and each
+/// request's tag recorded by the client and by the upstream alike, so the two can be joined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chat_streams_are_read_as_they_arrive_and_tagged() {
+    // 6 tokens over 300 ms after 20 ms: a stream's first delta comes well before its end.
+    let upstream = Upstream::start_with(
+        Duration::from_millis(20),
+        &["--stream-ms", "300", "--answer-words", "6"],
+        &[],
+    );
+    let origin = upstream.origin().to_owned();
+    let server = TestServer::start(&[
+        "--plugin",
+        turnstile_fixtures::RAG,
+        "--outbound-allow",
+        &origin,
+        "--plugin-config",
+        &format!("upstream={origin}"),
+        "--plugin-config",
+        "model=local",
+        "--max-active",
+        "2",
+    ])
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("chat");
+    // The server's root: the chat route and its model list are found from it.
+    let mut a = args(server.url("/"), dir.clone());
+    a.chat = true;
+    a.stream = true;
+    a.duration = 1.5;
+    let summary = run_load(&a).await.unwrap();
+    let route = server.url("/v1/chat/completions");
+    let stats: Value = reqwest::get(format!("{origin}/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let timed: Value = reqwest::get(format!("{origin}/stats/requests"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    server.stop().await;
+
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(SUMMARY_FILE)).unwrap()).unwrap();
+    let requests = json["requests"].as_u64().unwrap();
+    assert!(requests >= 2, "{json:#}");
+    assert_eq!(json["statuses"]["200"].as_u64(), Some(requests), "{json:#}");
+    assert_eq!(json["settings"]["url"], route);
+    let chat = &json["settings"]["chat"];
+    assert_eq!(chat["model"], "turnstile-rag", "from /v1/models: {json:#}");
+    assert_eq!(chat["stream"], true);
+    assert_eq!(chat["question"], DEFAULT_QUESTION);
+    assert_eq!(json["settings"]["body"]["stream"], true, "{json:#}");
+    // TTFT beside the total, for every stream; the first delta came before the end.
+    let (ttft, total) = (&json["ttft_ms"], &json["latency_ms"]);
+    let p = |v: &Value, k: &str| v[k].as_f64().unwrap();
+    assert!(p(ttft, "p50") < p(total, "p50"), "{ttft} {total}");
+    assert!(p(ttft, "p50") <= p(ttft, "p95") && p(ttft, "p95") <= p(ttft, "p99"));
+    assert!(
+        json["time_series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["ttft_p50_ms"].is_number()),
+        "{json:#}"
+    );
+    // The upstream never saw more than the gate's 2 at once.
+    assert!(stats["max_in_flight"].as_u64().unwrap() <= 2, "{stats}");
+
+    // One line per request, each tag once, each first delta between sending and the end, each
+    // tag known to the upstream with its own first token.
+    let log = std::fs::read_to_string(dir.join(REQUESTS_FILE)).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len() as u64, requests, "{log}");
+    let upstream_tags: std::collections::HashMap<&str, &Value> = timed["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["tag"].as_str().unwrap(), r))
+        .collect();
+    let mut tags = std::collections::HashSet::new();
+    for line in &lines {
+        let tag = line["tag"].as_str().unwrap();
+        assert!(tags.insert(tag.to_owned()), "{tag} twice: {log}");
+        assert_eq!(line["status"], "200", "{line}");
+        assert_eq!(line["deltas"], 6, "one delta per token: {line}");
+        let (sent, first, done) = (p(line, "sent"), p(line, "first_delta"), p(line, "done"));
+        assert!(sent < first && first <= done, "{line}");
+        let seen = upstream_tags
+            .get(tag)
+            .unwrap_or_else(|| panic!("the upstream never saw {tag}: {timed}"));
+        assert!(seen["first_token"].is_number(), "{seen}");
+    }
+    let table = turnstile_tools::load::table(&summary);
+    assert!(
+        table.contains("ttft p95") && table.contains("total p99"),
+        "{table}"
+    );
+    assert!(
+        table.contains("chat, streamed, model turnstile-rag"),
+        "{table}"
+    );
+}
+
 fn parse_error(flags: &[&str]) -> String {
     let mut argv = vec!["load"];
     argv.extend_from_slice(flags);
@@ -204,6 +327,32 @@ fn invalid_flags_are_refused_with_flag_value_and_range() {
             &["--header", "content-type"],
         ),
     ];
+    let chat: &[(&[&str], &[&str])] = &[
+        (
+            &["--users", "2", "--duration", "1", "--stream"],
+            &["--stream", "--chat"],
+        ),
+        (
+            &["--users", "2", "--duration", "1", "--model", "m"],
+            &["--model", "--chat"],
+        ),
+        (
+            &["--users", "2", "--duration", "1", "--chat", "--body", "{}"],
+            &["--body", "--chat"],
+        ),
+        (
+            &[
+                "--users",
+                "2",
+                "--duration",
+                "1",
+                "--chat",
+                "--question",
+                " ",
+            ],
+            &["--question", "blank"],
+        ),
+    ];
     let whole: &[(&[&str], &[&str])] = &[
         (
             &[
@@ -234,6 +383,7 @@ fn invalid_flags_are_refused_with_flag_value_and_range() {
     ];
     let cases = with_base
         .iter()
+        .chain(chat)
         .map(|(extra, needles)| (with(extra), *needles))
         .chain(
             whole
@@ -359,4 +509,39 @@ async fn headers_are_sent_with_every_request() {
         summary.statuses
     );
     server.stop().await;
+}
+
+/// The streamed chat profile for Locust parses, streams, and reports TTFT beside the request.
+#[test]
+fn chat_locustfile_parses() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/locust/chat_stream.py"
+    );
+    let run = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ast,sys; ast.parse(open(sys.argv[1]).read())",
+            path,
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 (needed to check {path}): {e}"));
+    assert!(
+        run.status.success(),
+        "{path} does not parse:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    for needle in [
+        "HttpUser",
+        "constant(0)",
+        "/v1/chat/completions",
+        "stream=True",
+        "events.request.fire",
+        "\"ttft\"",
+        "num_users=60",
+        "spawn_rate=5",
+    ] {
+        assert!(text.contains(needle), "{path} lacks {needle}");
+    }
 }

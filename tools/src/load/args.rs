@@ -9,7 +9,8 @@ use super::bounds::{self, DEFAULT_BODY};
 /// Flags of `turnstile load`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
-    /// URL to POST to (http:// only), e.g. http://127.0.0.1:8080/retrieve.
+    /// URL to POST to (http:// only), e.g. http://127.0.0.1:8080/retrieve. With --chat: the chat
+    /// route (`…/v1/chat/completions`), its base (`…/v1`) or the server's root.
     #[arg(long, value_name = "URL", value_parser = bounds::url)]
     pub url: String,
 
@@ -39,6 +40,25 @@ pub struct LoadArgs {
     /// name: `--header 'x-tenant: batch'`.
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = bounds::header)]
     pub header: Vec<String>,
+
+    /// Speak OpenAI's Chat Completions: each request is a chat request to `--url`'s
+    /// `/v1/chat/completions` whose one user message is `--question` and a tag `req:ID` unique
+    /// in the run; each request's timings go to DIR/requests.jsonl.
+    #[arg(long, conflicts_with_all = ["body", "bodies"])]
+    pub chat: bool,
+
+    /// With --chat: ask for a streamed answer (`"stream": true`) and read its events as they
+    /// arrive, timing the first content delta (TTFT).
+    #[arg(long, requires = "chat")]
+    pub stream: bool,
+
+    /// With --chat: the model to ask for (default: the first `GET /v1/models` lists).
+    #[arg(long, value_name = "NAME", requires = "chat", value_parser = bounds::model)]
+    pub model: Option<String>,
+
+    /// With --chat: the question (1..=400 characters, not blank; default: the classic demo's).
+    #[arg(long, value_name = "TEXT", requires = "chat", value_parser = bounds::question)]
+    pub question: Option<String>,
 
     /// Directory for summary.json, chart.svg and chart.png (created if missing).
     #[arg(long, value_name = "DIR")]

@@ -7,6 +7,12 @@ use serde_json::Value;
 
 /// The body sent when `--body` is not given (the classic demo's question).
 pub const DEFAULT_BODY: &str = r#"{"question": "How do I parse command line arguments?"}"#;
+/// The question `--chat` asks when `--question` is not given (the classic demo's).
+pub const DEFAULT_QUESTION: &str = "How do I parse command line arguments?";
+/// Longest `--question`, in characters (turnstile takes 500; the tag comes after it).
+pub const MAX_QUESTION_CHARS: usize = 400;
+/// Longest `--model`, in bytes.
+pub const MAX_MODEL_BYTES: usize = 256;
 /// Most concurrent users.
 pub const MAX_USERS: u32 = 10_000;
 /// Highest `--spawn-rate`, in users started per second.
@@ -192,4 +198,28 @@ pub(crate) fn body_value(s: &str) -> Result<Value, String> {
         ));
     }
     serde_json::from_str(s).map_err(|e| format!("not valid JSON: {e}"))
+}
+
+/// `--question`: 1..=[`MAX_QUESTION_CHARS`] characters, not blank.
+pub(crate) fn question(s: &str) -> Result<String, String> {
+    let chars = s.chars().count();
+    if s.trim().is_empty() {
+        return Err("blank; expected a question".into());
+    }
+    if chars > MAX_QUESTION_CHARS {
+        return Err(format!(
+            "{chars} characters; at most {MAX_QUESTION_CHARS} are allowed (the tag follows)"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// `--model`: 1..=[`MAX_MODEL_BYTES`] bytes, no control characters.
+pub(crate) fn model(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > MAX_MODEL_BYTES || s.chars().any(char::is_control) {
+        return Err(format!(
+            "expected a model name of 1..={MAX_MODEL_BYTES} bytes without control characters"
+        ));
+    }
+    Ok(s.to_owned())
 }

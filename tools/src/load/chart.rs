@@ -31,6 +31,8 @@ const RED: RGBColor = RGBColor(214, 39, 40);
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const PURPLE: RGBColor = RGBColor(148, 103, 189);
 const GREY: RGBColor = RGBColor(90, 90, 90);
+const ORANGE: RGBColor = RGBColor(255, 127, 14);
+const BROWN: RGBColor = RGBColor(140, 86, 75);
 const PLATEAU: RGBAColor = RGBAColor(44, 160, 44, 0.10);
 const DRAIN: RGBAColor = RGBAColor(120, 120, 120, 0.12);
 
@@ -160,9 +162,40 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Resul
             },
         ],
     )?;
+    let streamed = s.ttft_ms.is_some();
+    let mut latency_series = vec![
+        Series {
+            label: if streamed { "total p50" } else { "p50" },
+            color: BLUE,
+            points: points(&|p| p.p50_ms),
+        },
+        Series {
+            label: if streamed { "total p99" } else { "p99" },
+            color: PURPLE,
+            points: points(&|p| p.p99_ms),
+        },
+    ];
+    if streamed {
+        latency_series.extend([
+            Series {
+                label: "TTFT p50",
+                color: ORANGE,
+                points: points(&|p| p.ttft_p50_ms),
+            },
+            Series {
+                label: "TTFT p99",
+                color: BROWN,
+                points: points(&|p| p.ttft_p99_ms),
+            },
+        ]);
+    }
     panel(
         latency,
-        "Response time of the requests completed in each second",
+        if streamed {
+            "Total time and time to first token of the streams completed in each second"
+        } else {
+            "Response time of the requests completed in each second"
+        },
         "latency (ms)",
         Bands {
             x_max,
@@ -171,18 +204,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Resul
             top: false,
             bottom: false,
         },
-        &[
-            Series {
-                label: "p50",
-                color: BLUE,
-                points: points(&|p| p.p50_ms),
-            },
-            Series {
-                label: "p99",
-                color: PURPLE,
-                points: points(&|p| p.p99_ms),
-            },
-        ],
+        &latency_series,
     )?;
     panel(
         users,
@@ -346,8 +368,13 @@ fn moving_average(s: &Summary) -> Vec<(f64, f64)> {
 
 fn title_text(s: &Summary) -> String {
     let set = &s.settings;
+    let what = match &set.chat {
+        Some(c) if c.stream => " (chat, streamed)",
+        Some(_) => " (chat)",
+        None => "",
+    };
     let mut t = format!(
-        "turnstile load: {} users, spawn rate {}/s, {} s, POST {} | {} requests, {:.2} req/s overall",
+        "turnstile load: {} users, spawn rate {}/s, {} s, POST {}{what} | {} requests, {:.2} req/s overall",
         set.users, set.spawn_rate, set.duration_s, set.url, s.requests, s.requests_per_s
     );
     if let Some(rate) = s.plateau.requests_per_s {
@@ -355,6 +382,9 @@ fn title_text(s: &Summary) -> String {
     }
     if let Some(l) = &s.latency_ms {
         t.push_str(&format!(", p50 {:.0} ms", l.p50));
+    }
+    if let Some(ttft) = &s.ttft_ms {
+        t.push_str(&format!(", TTFT p50 {:.0} ms", ttft.p50));
     }
     t
 }

@@ -9,6 +9,8 @@
 //!
 //! - [`plan`]: the flags, validated;
 //! - `user`: the closed loop;
+//! - `chat`: `--chat`, OpenAI chat requests, and `--stream`, their answers read as server-sent
+//!   events with the time to the first content delta;
 //! - `stats`: bounded measurements (HDR histograms, 100 ms bins, per-second records);
 //! - `progress`: the live display;
 //! - [`summary`]: what a run produced; `report`: the table and the JSON file; `chart`: the chart.
@@ -16,6 +18,7 @@
 mod args;
 mod bounds;
 mod chart;
+mod chat;
 pub mod plan;
 mod progress;
 mod report;
@@ -25,9 +28,10 @@ pub mod summary;
 mod user;
 
 pub use args::LoadArgs;
-pub use bounds::DEFAULT_BODY;
+pub use bounds::{DEFAULT_BODY, DEFAULT_QUESTION};
 pub use chart::{PNG_FILE, SVG_FILE};
 pub use plan::FlagError;
 pub use report::{SUMMARY_FILE, table};
 pub use run::{run, run_load, run_load_until};
 pub use summary::Summary;
+pub use user::REQUESTS_FILE;

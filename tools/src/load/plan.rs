@@ -11,8 +11,10 @@ use reqwest::Url;
 use super::args::LoadArgs;
 
 use super::bounds::{
-    bodies_file, body_value, check_duration, check_spawn_rate, check_timeout, check_users, url,
+    DEFAULT_QUESTION, bodies_file, body_value, check_duration, check_spawn_rate, check_timeout,
+    check_users, model, question, url,
 };
+use super::chat::{completions_url, models_url};
 /// A flag whose value is refused.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{flag} {value:?}: {problem}")]
@@ -40,6 +42,21 @@ pub(crate) struct Plan {
     pub quiet: bool,
     /// Sent with every request.
     pub headers: reqwest::header::HeaderMap,
+    /// `--chat`: chat requests instead of `--body`.
+    pub chat: Option<ChatPlan>,
+}
+
+/// What `--chat` asks.
+#[derive(Debug, Clone)]
+pub(crate) struct ChatPlan {
+    /// The models list beside the route (`…/v1/models`).
+    pub models: Url,
+    /// `--stream`.
+    pub stream: bool,
+    /// `--model`, if given.
+    pub model: Option<String>,
+    /// `--question`, or the default.
+    pub question: String,
 }
 
 impl Plan {
@@ -89,6 +106,53 @@ impl Plan {
                 problem: format!("at most {} headers", super::bounds::MAX_HEADERS),
             });
         }
+        let chat = if args.chat {
+            if args.bodies.is_some() {
+                return Err(FlagError {
+                    flag: "--bodies",
+                    value: args
+                        .bodies
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default(),
+                    problem: "not with --chat (its body is a chat request)".into(),
+                });
+            }
+            let model = match &args.model {
+                Some(m) => Some(flag("--model", m, model(m))?),
+                None => None,
+            };
+            let question = match &args.question {
+                Some(q) => flag("--question", q, question(q))?,
+                None => DEFAULT_QUESTION.to_owned(),
+            };
+            Some(ChatPlan {
+                models: models_url(&completions_url(&url)),
+                stream: args.stream,
+                model,
+                question,
+            })
+        } else {
+            for (given, name) in [
+                (args.stream, "--stream"),
+                (args.model.is_some(), "--model"),
+                (args.question.is_some(), "--question"),
+            ] {
+                if given {
+                    return Err(FlagError {
+                        flag: name,
+                        value: String::new(),
+                        problem: "only with --chat".into(),
+                    });
+                }
+            }
+            None
+        };
+        let url = if chat.is_some() {
+            completions_url(&url)
+        } else {
+            url
+        };
         let mut headers = reqwest::header::HeaderMap::new();
         for h in &args.header {
             let (name, value) = flag("--header", h, super::bounds::header_pair(h))?;
@@ -105,6 +169,7 @@ impl Plan {
             output: args.output.clone(),
             timeout: Duration::from_secs_f64(timeout_s),
             quiet: args.quiet,
+            chat,
         })
     }
 }

@@ -92,8 +92,11 @@ impl Progress {
                 Phase::Load => format!("users {running}/{}", self.users),
                 Phase::Drain => format!("draining, {in_flight} in flight"),
             };
+            let ttft = stats
+                .ttft_quantile_ms(0.5)
+                .map_or_else(String::new, |v| format!(" ttft p50 {v:.0} ms"));
             format!(
-                "{what} | {rate:.1} req/s (last {:.0} s) | p50 {} p99 {} | {} requests [{outcomes}]",
+                "{what} | {rate:.1} req/s (last {:.0} s) | p50 {} p99 {}{ttft} | {} requests [{outcomes}]",
                 window.as_secs_f64().max(1.0),
                 percentile(0.5),
                 percentile(0.99),

@@ -26,9 +26,20 @@ pub(crate) fn write_json(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
 pub fn table(s: &Summary) -> String {
     let mut out = String::new();
     let set = &s.settings;
+    let chat = set.chat.as_ref().map_or_else(String::new, |c| {
+        format!(
+            " (chat, {}, model {})",
+            if c.stream {
+                "streamed"
+            } else {
+                "whole answers"
+            },
+            c.model
+        )
+    });
     let _ = writeln!(
         out,
-        "turnstile load: {} users, spawn rate {}/s, {} s, POST {}{}",
+        "turnstile load: {} users, spawn rate {}/s, {} s, POST {}{chat}{}",
         set.users,
         set.spawn_rate,
         set.duration_s,
@@ -74,8 +85,33 @@ pub fn table(s: &Summary) -> String {
             s.plateau.missing_because.clone().unwrap_or_default(),
         ),
     }
-    match &s.latency_ms {
-        Some(l) => {
+    if set.chat.as_ref().is_some_and(|c| c.stream) {
+        match &s.ttft_ms {
+            Some(t) => {
+                for (name, v, note) in [
+                    ("ttft p50", t.p50, "sent → first content delta"),
+                    ("ttft p95", t.p95, ""),
+                    ("ttft p99", t.p99, ""),
+                    ("ttft max", t.max, ""),
+                ] {
+                    row(name, format!("{v:.1} ms"), note.into());
+                }
+            }
+            None => row("ttft", "-".into(), "no stream had a content delta".into()),
+        }
+    }
+    match (&s.latency_ms, set.chat.is_some()) {
+        (Some(l), true) => {
+            for (name, v, note) in [
+                ("total p50", l.p50, "sent → last byte"),
+                ("total p95", l.p95, ""),
+                ("total p99", l.p99, ""),
+                ("total max", l.max, ""),
+            ] {
+                row(name, format!("{v:.1} ms"), note.into());
+            }
+        }
+        (Some(l), false) => {
             for (name, v) in [
                 ("latency p50", l.p50),
                 ("latency p90", l.p90),
@@ -85,7 +121,7 @@ pub fn table(s: &Summary) -> String {
                 row(name, format!("{v:.1} ms"), String::new());
             }
         }
-        None => row("latency", "-".into(), "no request completed".into()),
+        (None, _) => row("latency", "-".into(), "no request completed".into()),
     }
     for (status, n) in &s.statuses {
         let share = if s.requests > 0 {
@@ -103,6 +139,7 @@ pub fn table(s: &Summary) -> String {
         );
     }
     let mut files = vec![super::report::SUMMARY_FILE.to_owned()];
+    files.extend(set.chat.as_ref().map(|c| c.requests_log.clone()));
     files.extend(s.charts.svg.clone());
     files.extend(s.charts.png.clone());
     let _ = writeln!(

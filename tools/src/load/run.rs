@@ -13,9 +13,9 @@ use super::chart::SVG_FILE;
 use super::plan::{FlagError, Plan};
 use super::progress::{Phase, Progress};
 use super::report::{SUMMARY_FILE, table};
-use super::summary::{Ending, Summary};
-use super::user::Shared;
-use super::{chart, report, user};
+use super::summary::{ChatSettings, Ending, Summary};
+use super::user::{ChatRun, REQUESTS_FILE, Shared};
+use super::{chart, chat, report, user};
 
 /// How often the live display and the per-second records are refreshed.
 const TICK: Duration = Duration::from_millis(250);
@@ -62,11 +62,36 @@ where
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
+    let (chat_run, chat_settings) = match &plan.chat {
+        None => (None, None),
+        Some(asked) => {
+            let model = match &asked.model {
+                Some(model) => model.clone(),
+                None => chat::discover_model(&client, &asked.models).await?,
+            };
+            let path = plan.output.join(REQUESTS_FILE);
+            let log = std::fs::File::create(&path)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            // Unique in the run, and across runs against the same backend: the start, in ms.
+            let tag_prefix = format!("t{:x}", (started_unix_s * 1e3) as u64);
+            let settings = ChatSettings {
+                model: model.clone(),
+                stream: asked.stream,
+                question: asked.question.clone(),
+                tag_prefix: tag_prefix.clone(),
+                models_url: asked.models.to_string(),
+                requests_log: REQUESTS_FILE.into(),
+            };
+            let run = ChatRun::new(model, asked.stream, asked.question.clone(), tag_prefix, log);
+            (Some(run), Some(settings))
+        }
+    };
     let shared = Arc::new(Shared::new(
         client,
         plan.url.clone(),
         plan.bodies.clone(),
         plan.duration,
+        chat_run,
     )?);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut driver = tokio::spawn(user::drive(
@@ -117,6 +142,14 @@ where
         }
     };
     progress.finish();
+    if let Some(chat) = &shared.chat {
+        chat.flush().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write {}: {e}",
+                plan.output.join(REQUESTS_FILE).display()
+            )
+        })?;
+    }
 
     let ending = Ending {
         started_unix_s,
@@ -125,6 +158,7 @@ where
         in_flight_at_end,
         abandoned,
         users_started: shared.started.load(Ordering::Acquire),
+        chat: chat_settings,
     };
     let mut summary = {
         let mut stats = shared.stats();

@@ -2,6 +2,9 @@
 //! outcome, completions per 100 ms (for rates and the plateau), and one record per second of the
 //! run (users, completions, failures, outcomes, p50/p99/max of the requests completed in it).
 //!
+//! With `--chat --stream`, the time to the first content delta (TTFT) is kept the same way: one
+//! HDR histogram of the run, and p50/p99 per second.
+//!
 //! Nothing is kept per request. Memory grows with the run's length (10 counters and one small
 //! record per second), never with its request count. A second keeps its own HDR histogram only
 //! while it is "open": it is closed [`SECOND_GRACE_S`] seconds after it ends, when its
@@ -35,6 +38,10 @@ pub(crate) enum ErrorKind {
     Body,
     /// Anything else the client reported.
     Other,
+    /// A streamed answer carried an error event (or an event that was no chunk).
+    StreamError,
+    /// A streamed answer's body ended without `data: [DONE]`.
+    StreamIncomplete,
 }
 
 /// How one request ended.
@@ -68,6 +75,8 @@ impl Outcome {
             Self::Error(ErrorKind::Connect) => "connect_error".into(),
             Self::Error(ErrorKind::Body) => "body_error".into(),
             Self::Error(ErrorKind::Other) => "request_error".into(),
+            Self::Error(ErrorKind::StreamError) => "stream_error".into(),
+            Self::Error(ErrorKind::StreamIncomplete) => "stream_incomplete".into(),
         }
     }
 
@@ -94,7 +103,13 @@ pub(crate) struct Second {
     pub p99_us: Option<u64>,
     /// Slowest.
     pub max_us: Option<u64>,
+    /// Median time to first content delta of the streams completed in the second.
+    pub ttft_p50_us: Option<u64>,
+    /// Its 99th percentile.
+    pub ttft_p99_us: Option<u64>,
     open: Option<Histogram<u64>>,
+    /// The second's TTFT histogram, made at its first TTFT (streams only), until it is closed.
+    ttft_open: Option<Histogram<u64>>,
 }
 
 impl Second {
@@ -106,12 +121,20 @@ impl Second {
             self.p99_us = Some(h.value_at_quantile(0.99));
             self.max_us = Some(h.max());
         }
+        if let Some(h) = self.ttft_open.take()
+            && !h.is_empty()
+        {
+            self.ttft_p50_us = Some(h.value_at_quantile(0.50));
+            self.ttft_p99_us = Some(h.value_at_quantile(0.99));
+        }
     }
 }
 
 /// All measurements of one run.
 pub(crate) struct Stats {
     latency: Histogram<u64>,
+    /// Time to the first content delta of every stream that had one.
+    ttft: Histogram<u64>,
     outcomes: BTreeMap<Outcome, u64>,
     failures: u64,
     bins: Vec<u32>,
@@ -126,6 +149,7 @@ impl Stats {
     pub fn new() -> Result<Self, hdrhistogram::CreationError> {
         Ok(Self {
             latency: new_histogram()?,
+            ttft: new_histogram()?,
             outcomes: BTreeMap::new(),
             failures: 0,
             bins: Vec::new(),
@@ -160,6 +184,35 @@ impl Stats {
         if let Some(h) = second.open.as_mut() {
             h.saturating_record(us);
         }
+    }
+
+    /// A stream completed `at` (since the start) had its first content delta `ttft` after it was
+    /// sent (recorded beside [`Stats::record`] of the same request).
+    pub fn record_first_delta(&mut self, at: Duration, ttft: Duration) {
+        let us = micros(ttft).max(1);
+        self.ttft.saturating_record(us);
+        let index = usize::try_from(at.as_secs()).unwrap_or(usize::MAX);
+        if index < self.closed {
+            // Its second was already reduced (a clock far behind): the run's histogram has it.
+            return;
+        }
+        let second = self.second_mut(at);
+        if second.ttft_open.is_none() {
+            second.ttft_open = Histogram::new_with_bounds(1, MAX_LATENCY_US, SECOND_SIGFIG).ok();
+        }
+        if let Some(h) = second.ttft_open.as_mut() {
+            h.saturating_record(us);
+        }
+    }
+
+    /// The TTFT histogram of every stream that had a first delta (microseconds).
+    pub fn ttft(&self) -> &Histogram<u64> {
+        &self.ttft
+    }
+
+    /// TTFT at quantile `q` in milliseconds, if any stream had a first delta.
+    pub fn ttft_quantile_ms(&self, q: f64) -> Option<f64> {
+        (!self.ttft.is_empty()).then(|| ms(self.ttft.value_at_quantile(q)))
     }
 
     /// `running` users were running `at` (since the start).
@@ -320,6 +373,29 @@ mod tests {
         // 1.25 s is in bin 12, 1.95 s in bin 19: [1.2, 1.9) holds one.
         assert_eq!(stats.completions_between(s(1.15), s(1.9)).0, 1);
         assert_eq!(Outcome::Error(ErrorKind::Timeout).key(), "timeout");
+    }
+
+    #[test]
+    fn first_deltas_have_their_own_percentiles() {
+        let mut stats = Stats::new().expect("histogram");
+        assert_eq!(stats.ttft_quantile_ms(0.5), None);
+        for i in 0..10 {
+            let at = s(0.5);
+            stats.record(at, s(2.0), Outcome::Http(200));
+            stats.record_first_delta(at, s(0.1 + 0.01 * f64::from(i)));
+        }
+        // A request without a first delta (a failure) adds to the latency only.
+        stats.record(s(1.5), s(0.2), Outcome::Http(503));
+        stats.close_all();
+        assert_eq!(stats.ttft().len(), 10);
+        assert_eq!(stats.requests(), 11);
+        let p50 = stats.ttft_quantile_ms(0.5).expect("some");
+        assert!((140.0..=150.0).contains(&p50), "{p50}");
+        let seconds = stats.seconds();
+        let second_p50 = ms(seconds[0].ttft_p50_us.expect("closed"));
+        assert!((140.0..=151.0).contains(&second_p50), "{second_p50}");
+        assert_eq!(seconds[1].ttft_p50_us, None);
+        assert!(seconds.iter().all(|s| s.ttft_open.is_none()));
     }
 
     #[test]

@@ -44,8 +44,13 @@ pub struct Summary {
     pub ramp: Ramp,
     /// The steady part of the run.
     pub plateau: Plateau,
-    /// Latency of every completed request, any outcome (`None` if none completed).
+    /// Latency of every completed request, any outcome (`None` if none completed): from sending
+    /// it to its last byte (for a stream, its total time).
     pub latency_ms: Option<Latency>,
+    /// `--chat --stream`: the time from sending a request to its first content delta, of every
+    /// stream that had one (`None` otherwise; absent outside `--chat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<Latency>,
     /// Counts by HTTP status code (`"200"`) or error kind (`"timeout"`, `"connect_error"`,
     /// `"body_error"`, `"request_error"`).
     pub statuses: BTreeMap<String, u64>,
@@ -78,6 +83,27 @@ pub struct Settings {
     pub bodies: usize,
     /// Output directory.
     pub output: PathBuf,
+    /// `--chat`: what each request asked (absent otherwise; then `url` is the chat route and
+    /// `body` one request's, its tag `req:PREFIX-N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatSettings>,
+}
+
+/// What a `--chat` run asked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChatSettings {
+    /// The model asked for (`--model`, or the first of `models_url`).
+    pub model: String,
+    /// `--stream`.
+    pub stream: bool,
+    /// The question, before each request's tag.
+    pub question: String,
+    /// Each request's tag is `req:PREFIX-N`, N from 1.
+    pub tag_prefix: String,
+    /// Where the model list is.
+    pub models_url: String,
+    /// The per-request timings, relative to the output directory (`requests.jsonl`).
+    pub requests_log: String,
 }
 
 /// The ramp-up.
@@ -117,6 +143,9 @@ pub struct Latency {
     pub p50: f64,
     /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile.
+    #[serde(default)]
+    pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
     /// Slowest.
@@ -140,6 +169,13 @@ pub struct SecondPoint {
     pub p99_ms: Option<f64>,
     /// Slowest, ms.
     pub max_ms: Option<f64>,
+    /// `--chat --stream`: median time to first content delta of the streams completed in the
+    /// second, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p50_ms: Option<f64>,
+    /// Its 99th percentile, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99_ms: Option<f64>,
     /// By status code or error kind.
     pub statuses: BTreeMap<String, u64>,
 }
@@ -165,6 +201,7 @@ pub(crate) struct Ending {
     pub in_flight_at_end: u64,
     pub abandoned: u64,
     pub users_started: u32,
+    pub chat: Option<ChatSettings>,
 }
 
 impl Summary {
@@ -175,15 +212,8 @@ impl Summary {
             .last_completion()
             .map_or(ending.load_end, |l| l.max(ending.load_end));
         let elapsed_s = elapsed.as_secs_f64();
-        let h = stats.latency();
-        let latency_ms = (!h.is_empty()).then(|| Latency {
-            min: ms(h.min()),
-            mean: h.mean() / 1000.0,
-            p50: ms(h.value_at_quantile(0.50)),
-            p90: ms(h.value_at_quantile(0.90)),
-            p99: ms(h.value_at_quantile(0.99)),
-            max: ms(h.max()),
-        });
+        let latency_ms = Latency::of(stats.latency());
+        let ttft_ms = Latency::of(stats.ttft());
         let time_series = stats
             .seconds()
             .iter()
@@ -196,6 +226,8 @@ impl Summary {
                 p50_ms: s.p50_us.map(ms),
                 p99_ms: s.p99_us.map(ms),
                 max_ms: s.max_us.map(ms),
+                ttft_p50_ms: s.ttft_p50_us.map(ms),
+                ttft_p99_ms: s.ttft_p99_us.map(ms),
                 statuses: s.outcomes.iter().map(|(o, n)| (o.key(), *n)).collect(),
             })
             .collect();
@@ -206,10 +238,20 @@ impl Summary {
                 spawn_rate: plan.spawn_rate,
                 duration_s: plan.duration.as_secs_f64(),
                 timeout_s: plan.timeout.as_secs_f64(),
-                body: serde_json::from_slice(&plan.bodies[0]).unwrap_or(Value::Null),
+                body: match &ending.chat {
+                    Some(chat) => serde_json::from_slice(&super::chat::request_body(
+                        &chat.model,
+                        &chat.question,
+                        &format!("{}-N", chat.tag_prefix),
+                        chat.stream,
+                    ))
+                    .unwrap_or(Value::Null),
+                    None => serde_json::from_slice(&plan.bodies[0]).unwrap_or(Value::Null),
+                },
                 bodies_file: plan.bodies_file.clone(),
                 bodies: plan.bodies.len(),
                 output: plan.output.clone(),
+                chat: ending.chat.clone(),
             },
             started_unix_s: ending.started_unix_s,
             interrupted: ending.interrupted,
@@ -230,6 +272,7 @@ impl Summary {
             },
             plateau: plateau(stats, ending.load_end),
             latency_ms,
+            ttft_ms,
             statuses: stats
                 .outcomes()
                 .iter()
@@ -238,6 +281,21 @@ impl Summary {
             time_series,
             charts: Charts::default(),
         }
+    }
+}
+
+impl Latency {
+    /// The percentiles of `h` (microseconds), if it has any value.
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
+        (!h.is_empty()).then(|| Self {
+            min: ms(h.min()),
+            mean: h.mean() / 1000.0,
+            p50: ms(h.value_at_quantile(0.50)),
+            p90: ms(h.value_at_quantile(0.90)),
+            p95: ms(h.value_at_quantile(0.95)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+        })
     }
 }
 
