@@ -229,7 +229,7 @@ fn hostile_under(
         max_connections_per_origin: 1,
         ..options
     };
-    let runtime = runtime(options, 4);
+    let runtime = runtime(options.clone(), 4);
     let origin = upstream.origin();
     let plugin = rag(
         &runtime,
@@ -288,7 +288,7 @@ fn a_steady_trickle_is_stopped_by_the_total_timeout() {
         total_timeout: Duration::from_millis(1500),
         ..short_bounds()
     };
-    let (report, elapsed) = hostile_under("trickle", "connection read timeout", options);
+    let (report, elapsed) = hostile_under("trickle", "connection read timeout", options.clone());
     assert_eq!(report.signal.map(|s| s.kind), Some(SignalKind::Timeout));
     assert!(elapsed < 3 * options.total_timeout, "{elapsed:?}");
 }
@@ -491,4 +491,78 @@ fn a_bound_credential_is_not_readable_by_the_plugin() {
     // as a source, which the host refuses as no document of the corpus).
     let secret = attempt("api_key");
     assert!(secret.contains(r#"UnknownId { id: "leak" }"#), "{secret}");
+}
+
+/// The per-origin cap is keyed by what is dialled, not by how the guest spells it, and is the
+/// runtime's, not one plugin's: two generations of `rag` (a swap) asking the same upstream as
+/// `LOCALHOST` and `localhost.` share one slot — the upstream never sees two at once.
+#[test]
+fn the_per_origin_cap_is_what_is_dialled_and_shared_by_every_plugin() {
+    let upstream = Upstream::start(Duration::from_millis(300));
+    let port = upstream.origin().rsplit(':').next().unwrap().to_owned();
+    let options = OutboundOptions {
+        connect_timeout: Duration::from_secs(10),
+        first_byte_timeout: Duration::from_secs(10),
+        max_connections_per_origin: 1,
+        ..short_bounds()
+    };
+    let runtime = runtime(options.clone(), 4);
+    let granted = format!("http://localhost:{port}");
+    let first = rag(
+        &runtime,
+        &format!("http://LOCALHOST:{port}"),
+        "local",
+        None,
+        &[&granted],
+    );
+    let second = rag(
+        &runtime,
+        &format!("http://localhost.:{port}"),
+        "local",
+        None,
+        &[&granted],
+    );
+    std::thread::scope(|scope| {
+        let calls = [
+            scope.spawn(|| call(&first, QUESTION)),
+            scope.spawn(|| call(&second, QUESTION)),
+            scope.spawn(|| call(&first, QUESTION)),
+        ];
+        for call in calls {
+            let (result, stats, _) = call.join().unwrap();
+            assert_answered(&result, &stats);
+        }
+    });
+    let seen = upstream.stats();
+    assert_eq!(seen["requests"], 3, "{seen}");
+    assert_eq!(seen["max_in_flight"], 1, "one slot for one origin: {seen}");
+}
+
+/// A user in the URI (`http://user@host`) is refused before anything is sent: credentials are
+/// the operator's to bind.
+#[test]
+fn a_uri_with_a_user_is_refused() {
+    let upstream = Upstream::start(Duration::ZERO);
+    let runtime = runtime(short_bounds(), 2);
+    let authority = upstream.origin().trim_start_matches("http://").to_owned();
+    let config = PluginConfig::from([
+        (
+            "url".to_owned(),
+            format!("http://sk-user-secret@{authority}/stats"),
+        ),
+        ("count".to_owned(), "1".to_owned()),
+    ]);
+    let provision =
+        Provision::new(pool(), config).with_outbound(Origins::parse(&[upstream.origin()]).unwrap());
+    let plugin = Plugin::load(
+        &runtime,
+        &PluginSource::File(components::FETCH.into()),
+        provision,
+    )
+    .unwrap();
+    let (result, stats, _) = call(&plugin, QUESTION);
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(stats.used.outbound.denied, 1, "{:?}", stats.used.outbound);
+    assert_eq!(stats.used.outbound.requests, 0);
+    assert_eq!(upstream.stats()["requests"], 0);
 }

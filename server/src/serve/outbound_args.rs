@@ -107,6 +107,7 @@ impl OutboundArgs {
             max_response_bytes: self.outbound_max_response_bytes,
             max_requests_per_call: self.outbound_max_requests_per_call,
             max_connections_per_origin: self.outbound_max_connections_per_origin as usize,
+            slots: Default::default(),
             deny_all: false,
         }
     }

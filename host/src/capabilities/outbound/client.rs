@@ -1,17 +1,15 @@
 //! One plugin's HTTP client: a pool of kept-alive connections (hyper-util; HTTP/1.1 and HTTP/2,
 //! TLS by rustls with the Mozilla roots compiled in — nothing read or fetched at run time) whose
-//! resolver refuses the addresses the plugin's grants do not cover, and at most
-//! `max_connections_per_origin` requests in flight to one origin. A swapped-in plugin gets a
-//! client of its own: it inherits neither connections nor grants.
+//! resolver refuses the addresses the plugin's grants do not cover (the requests in flight to
+//! each origin are bounded per runtime: `super::slots`). A swapped-in plugin gets a client of its
+//! own: it inherits neither connections nor grants.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use tokio::sync::Semaphore;
 
 use super::address::GuardedResolver;
 use super::body::CappedRequest;
@@ -30,8 +28,6 @@ pub struct ClientError(String);
 /// A plugin's pooled client.
 pub struct OutboundClient {
     pub(super) client: Client<Connector, CappedRequest>,
-    per_origin: Mutex<HashMap<String, Arc<Semaphore>>>,
-    max_per_origin: usize,
 }
 
 impl OutboundClient {
@@ -68,25 +64,6 @@ impl OutboundClient {
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_max_idle_per_host(max_per_origin)
             .build(https);
-        Ok(Self {
-            client,
-            per_origin: Mutex::new(HashMap::new()),
-            max_per_origin: max_per_origin.max(1),
-        })
-    }
-
-    /// The semaphore of requests in flight to `origin` (`scheme://host:port`). Origins with
-    /// nothing in flight are forgotten as new ones come, so the map stays as small as what is
-    /// in flight.
-    pub(super) fn origin_slots(&self, origin: &str) -> Arc<Semaphore> {
-        let mut map = self.per_origin.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(found) = map.get(origin) {
-            return Arc::clone(found);
-        }
-        let max = self.max_per_origin;
-        map.retain(|_, s| Arc::strong_count(s) > 1 || s.available_permits() < max);
-        let slots = Arc::new(Semaphore::new(max));
-        map.insert(origin.to_owned(), Arc::clone(&slots));
-        slots
+        Ok(Self { client })
     }
 }

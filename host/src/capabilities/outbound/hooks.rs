@@ -54,7 +54,8 @@ pub struct OutboundHooks {
 
 /// A request the policy lets through: where it goes and under which grant.
 pub(super) struct Admitted {
-    /// `scheme://host:port`, for the per-origin bound.
+    /// What is dialled, `scheme://host:port` (host lowercase, without a trailing dot): the
+    /// per-origin bound's key and the logs' name for it.
     pub(super) origin: String,
     /// The grant, as written: the request's label.
     pub(super) label: String,
@@ -82,6 +83,15 @@ impl OutboundHooks {
                 "over the per-call request bound",
             ));
         }
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            // A user in the URI is a credential the plugin chose to send: credentials are the
+            // operator's to bind (and the authority would no longer name one origin).
+            return Err((
+                shown,
+                OutboundOutcome::Denied,
+                "a user (userinfo) in the URI is refused",
+            ));
+        }
         let scheme = uri.scheme_str().and_then(Scheme::of);
         let host = uri.host().and_then(RequestHost::parse);
         let (Some(scheme), Some(host)) = (scheme, host) else {
@@ -97,7 +107,7 @@ impl OutboundHooks {
         });
         match self.grant.origins.covering(scheme, &host, port) {
             Some(grant) => Ok(Admitted {
-                origin: shown,
+                origin: dialled(scheme, &host, port),
                 label: grant.as_str().to_owned(),
             }),
             None => Err((shown, OutboundOutcome::Denied, NO_GRANT)),
@@ -105,13 +115,28 @@ impl OutboundHooks {
     }
 }
 
-/// `scheme://authority` of a URI, for logs.
+/// `scheme://host[:port]` of a URI as the guest wrote it, for logs — never its userinfo.
 fn origin_of(uri: &http::Uri) -> String {
     format!(
-        "{}://{}",
+        "{}://{}{}",
         uri.scheme_str().unwrap_or(""),
-        uri.authority().map_or("", |a| a.as_str())
+        uri.host().unwrap_or(""),
+        uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default()
     )
+}
+
+/// What is dialled: `scheme://host:port`, the host normalised (lowercase, no trailing dot; an
+/// IPv6 literal in brackets), the port explicit.
+fn dialled(scheme: Scheme, host: &RequestHost, port: u16) -> String {
+    let scheme = match scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    match host {
+        RequestHost::Name(name) => format!("{scheme}://{name}:{port}"),
+        RequestHost::Ip(std::net::IpAddr::V4(ip)) => format!("{scheme}://{ip}:{port}"),
+        RequestHost::Ip(std::net::IpAddr::V6(ip)) => format!("{scheme}://[{ip}]:{port}"),
+    }
 }
 
 /// The shorter of the guest's and the host's bound.
@@ -137,7 +162,7 @@ impl WasiHttpHooks for OutboundHooks {
                 return Box::new(async { Err(Error::HttpRequestDenied) });
             }
         };
-        let options = self.options;
+        let options = self.options.clone();
         let connect = at_most(
             guest.and_then(|o| o.connect_timeout),
             options.connect_timeout,
@@ -191,7 +216,9 @@ impl WasiHttpHooks for OutboundHooks {
                 );
                 return Err(Error::HttpRequestBodySize(Some(options.max_request_bytes)));
             }
-            let slots = client.origin_slots(&admitted.origin);
+            let slots = options
+                .slots
+                .of(&admitted.origin, options.max_connections_per_origin);
             let permit = match tokio::time::timeout(connect, slots.acquire_owned()).await {
                 Ok(Ok(permit)) => permit,
                 _ => {

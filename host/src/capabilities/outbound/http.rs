@@ -89,7 +89,7 @@ impl Capability for Outbound {
             ctx: WasiHttpCtx::new(),
             hooks: OutboundHooks {
                 grant: Arc::clone(grant),
-                options: *options,
+                options: options.clone(),
                 reporter: Reporter {
                     plugin: Arc::clone(&call.plugin),
                     request_id: call.request_id,

@@ -16,6 +16,7 @@ mod options;
 mod origins;
 mod probe;
 mod report;
+mod slots;
 
 pub use address::{AddressRefused, is_public};
 pub use credentials::{
@@ -33,3 +34,4 @@ pub use origins::{MAX_GRANTED_ORIGINS, OriginError, OriginGrant, Origins};
 pub use report::{
     FailureKind, MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS, SignalKind, UpstreamSignal,
 };
+pub use slots::OriginSlots;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 /// Bounds on outbound requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboundOptions {
     /// To establish a connection (TCP, and TLS for `https`).
     pub connect_timeout: Duration,
@@ -26,6 +26,9 @@ pub struct OutboundOptions {
     /// Requests in flight to one origin at once (so, connections to it), across the calls of
     /// one plugin; a request past it waits up to its connect timeout.
     pub max_connections_per_origin: usize,
+    /// The requests in flight to each origin, shared by every plugin of the runtime (a swap
+    /// does not give an origin a second cap).
+    pub slots: super::slots::OriginSlots,
     /// Deny every request, whatever the grants (conformance work: `check` and a swap's smoke
     /// checks send nothing to a backend; the grants are listed, and a denial is proven).
     pub deny_all: bool,
@@ -59,6 +62,7 @@ impl Default for OutboundOptions {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_requests_per_call: DEFAULT_MAX_REQUESTS_PER_CALL,
             max_connections_per_origin: DEFAULT_MAX_CONNECTIONS_PER_ORIGIN,
+            slots: Default::default(),
             deny_all: false,
         }
     }

@@ -57,7 +57,7 @@ pub fn denied(options: &OutboundOptions, grant: &Arc<OutboundGrant>) -> Probe {
         // The serving policy: conformance work denies everything anyway, which proves nothing.
         options: OutboundOptions {
             deny_all: false,
-            ..*options
+            ..options.clone()
         },
         reporter: Reporter {
             plugin: "check".into(),
