@@ -566,3 +566,23 @@ fn a_uri_with_a_user_is_refused() {
     assert_eq!(stats.used.outbound.requests, 0);
     assert_eq!(upstream.stats()["requests"], 0);
 }
+
+/// The call's outbound budget bounds every request of the call, whatever its own bounds: an
+/// upstream that never answers, under a 10 s first-byte timeout, ends at the call's 700 ms.
+#[test]
+fn the_call_budget_ends_a_request_its_own_bounds_would_let_run() {
+    let upstream = Upstream::start(Duration::ZERO);
+    let options = OutboundOptions {
+        first_byte_timeout: Duration::from_secs(10),
+        call_timeout: Duration::from_millis(700),
+        ..short_bounds()
+    };
+    let runtime = runtime(options, 2);
+    let origin = upstream.origin();
+    let plugin = rag(&runtime, origin, "hang", None, &[origin]);
+    let (result, stats, elapsed) = call(&plugin, QUESTION);
+    let message = failed_answer(result, &stats);
+    assert!(message.contains("timed out"), "{message}");
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    upstream.stats_when("the request let go", |s| s["in_flight"] == 0);
+}

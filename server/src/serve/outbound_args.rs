@@ -64,6 +64,13 @@ pub struct OutboundArgs {
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub outbound_total_timeout_ms: u64,
 
+    /// Longest one plugin call's outbound requests may take together, from the call's start,
+    /// in milliseconds (1..=3600000): each request's deadline is the earlier of its own and the
+    /// call's, and a request asked for past it is refused.
+    #[arg(long = "outbound-call-timeout-ms", default_value_t = 300_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub outbound_call_timeout_ms: u64,
+
     /// Largest outbound request body, in bytes (1..=67108864).
     #[arg(long = "outbound-max-request-bytes", default_value_t = 1 << 20,
           value_parser = clap::value_parser!(u64).range(1..=64 << 20))]
@@ -103,6 +110,7 @@ impl OutboundArgs {
             first_byte_timeout: Duration::from_millis(self.outbound_timeout_ms),
             between_bytes_timeout: Duration::from_millis(self.outbound_between_bytes_ms),
             total_timeout: Duration::from_millis(self.outbound_total_timeout_ms),
+            call_timeout: Duration::from_millis(self.outbound_call_timeout_ms),
             max_request_bytes: self.outbound_max_request_bytes,
             max_response_bytes: self.outbound_max_response_bytes,
             max_requests_per_call: self.outbound_max_requests_per_call,

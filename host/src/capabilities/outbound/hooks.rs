@@ -47,6 +47,9 @@ pub struct OutboundHooks {
     pub(super) reporter: Reporter,
     /// Requests asked for in this call, sent or not.
     pub(super) asked: u32,
+    /// When the call's outbound budget runs out (`OutboundOptions::call_timeout` from the
+    /// call's start): no request of the call runs past it.
+    pub(super) call_deadline: tokio::time::Instant,
     /// The call's client: once it has gone, the call's requests are cancelled (a request not
     /// yet answered is dropped, a body being read breaks off, and its connection is closed).
     pub(super) client: ClientLink,
@@ -81,6 +84,13 @@ impl OutboundHooks {
                 shown,
                 OutboundOutcome::Denied,
                 "over the per-call request bound",
+            ));
+        }
+        if tokio::time::Instant::now() >= self.call_deadline {
+            return Err((
+                shown,
+                OutboundOutcome::Denied,
+                "over the call's outbound budget",
             ));
         }
         if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
@@ -192,6 +202,7 @@ impl WasiHttpHooks for OutboundHooks {
         }
         let reporter = self.reporter.clone();
         let client_link = self.client.clone();
+        let call_deadline = self.call_deadline;
         Box::new(async move {
             if client_link.is_gone() {
                 reporter.refused(
@@ -236,8 +247,9 @@ impl WasiHttpHooks for OutboundHooks {
                 .map(|body| CappedRequest::new(body, options.max_request_bytes, finish.clone()));
             // The whole request, body included, ends by this (a trickle just under the
             // between-bytes timeout is stopped here).
-            let deadline = tokio::time::Instant::now() + options.total_timeout;
-            let headers_by = (connect + first_byte).min(options.total_timeout);
+            let deadline = (tokio::time::Instant::now() + options.total_timeout).min(call_deadline);
+            let headers_by = (connect + first_byte)
+                .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
             let sent = tokio::select! {
                 sent = tokio::time::timeout(headers_by, client.client.request(request)) => sent,
                 _ = client_link.left() => {

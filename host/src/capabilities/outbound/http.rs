@@ -97,6 +97,7 @@ impl Capability for Outbound {
                     tally: Arc::new(Mutex::new(OutboundReport::default())),
                 },
                 asked: 0,
+                call_deadline: tokio::time::Instant::now() + options.call_timeout,
                 client: call.client.clone(),
             },
         }

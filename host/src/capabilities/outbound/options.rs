@@ -17,6 +17,9 @@ pub struct OutboundOptions {
     /// From the request's sending to the end of its response body, whatever the pace: an
     /// upstream trickling a byte just under the between-bytes timeout is stopped here.
     pub total_timeout: Duration,
+    /// All of one call's requests, from the call's start: no request runs past it, whatever
+    /// its own bounds (16 requests of two minutes each would hold a lease for half an hour).
+    pub call_timeout: Duration,
     /// Largest request body, in bytes.
     pub max_request_bytes: u64,
     /// Largest response body, in bytes.
@@ -42,6 +45,8 @@ pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_BETWEEN_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default whole-request timeout: 120 s.
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default budget of one call's requests together: 300 s.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default request body cap: 1 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 1 << 20;
 /// Default response body cap: 4 MiB.
@@ -58,6 +63,7 @@ impl Default for OutboundOptions {
             first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
             between_bytes_timeout: DEFAULT_BETWEEN_BYTES_TIMEOUT,
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_requests_per_call: DEFAULT_MAX_REQUESTS_PER_CALL,

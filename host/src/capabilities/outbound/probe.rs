@@ -66,6 +66,7 @@ pub fn denied(options: &OutboundOptions, grant: &Arc<OutboundGrant>) -> Probe {
             tally: Arc::new(Mutex::new(OutboundReport::default())),
         },
         asked: 0,
+        call_deadline: tokio::time::Instant::now() + options.call_timeout,
         client: crate::client_link::ClientLink::new(),
     };
     // The policy's own decision first (a check that could pass with every request refused
