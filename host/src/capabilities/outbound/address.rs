@@ -44,14 +44,22 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let segments = ip.segments();
+    let first = segments[0];
     !(ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
+        // ::/96, IPv4-compatible (deprecated): an IPv4 address in disguise.
+        || segments[..6].iter().all(|s| *s == 0)
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
-        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
-        || (first == 0x0064 && ip.segments()[1] == 0xff9b))
+        // fec0::/10, site-local (deprecated, still routed inside some networks).
+        || (first & 0xffc0) == 0xfec0
+        || (first == 0x2001 && segments[1] == 0x0db8)
+        // 2002::/16, 6to4: the next 32 bits are an IPv4 address, a private one as well.
+        || first == 0x2002
+        // 64:ff9b::/32, NAT64 (the well-known /96 and the local-use 64:ff9b:1::/48).
+        || (first == 0x0064 && segments[1] == 0xff9b))
 }
 
 /// The error a connect gets when every address of a name is one its grant does not cover.
@@ -129,6 +137,13 @@ mod tests {
             "fd00:ec2::254",
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
+            "::a9fe:a9fe",
+            "::10.0.0.1",
+            "2002:a9fe:a9fe::1",
+            "2002:7f00:1::",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::10.0.0.1",
+            "fec0::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
