@@ -368,13 +368,29 @@ fn moving_average(s: &Summary) -> Vec<(f64, f64)> {
 
 fn title_text(s: &Summary) -> String {
     let set = &s.settings;
-    let what = match &set.chat {
-        Some(c) if c.stream => " (chat, streamed)",
-        Some(_) => " (chat)",
-        None => "",
-    };
+    if let Some(chat) = &set.chat {
+        // The chat route's title has TTFT too: shorter parts, to fit the width.
+        let mut t = format!(
+            "turnstile load --chat{}: {} users at {}/s, {} s | {} requests",
+            if chat.stream { " --stream" } else { "" },
+            set.users,
+            set.spawn_rate,
+            set.duration_s,
+            s.requests
+        );
+        if let Some(rate) = s.plateau.requests_per_s {
+            t.push_str(&format!(", {rate:.2} req/s on the plateau"));
+        }
+        if let Some(ttft) = &s.ttft_ms {
+            t.push_str(&format!(", TTFT p50 {:.0} ms", ttft.p50));
+        }
+        if let Some(l) = &s.latency_ms {
+            t.push_str(&format!(", total p50 {:.0} ms", l.p50));
+        }
+        return t;
+    }
     let mut t = format!(
-        "turnstile load: {} users, spawn rate {}/s, {} s, POST {}{what} | {} requests, {:.2} req/s overall",
+        "turnstile load: {} users, spawn rate {}/s, {} s, POST {} | {} requests, {:.2} req/s overall",
         set.users, set.spawn_rate, set.duration_s, set.url, s.requests, s.requests_per_s
     );
     if let Some(rate) = s.plateau.requests_per_s {
@@ -382,9 +398,6 @@ fn title_text(s: &Summary) -> String {
     }
     if let Some(l) = &s.latency_ms {
         t.push_str(&format!(", p50 {:.0} ms", l.p50));
-    }
-    if let Some(ttft) = &s.ttft_ms {
-        t.push_str(&format!(", TTFT p50 {:.0} ms", ttft.p50));
     }
     t
 }
