@@ -174,10 +174,30 @@ fn cpu() -> Duration {
     )
 }
 
+/// Context switches of every thread of this process so far (voluntary and not), from
+/// `/proc/self/task/*/status`.
+fn context_switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
 /// One request as the client saw it.
 struct Asked {
     wall: Duration,
     cpu: Duration,
+    /// Context switches in the process meanwhile.
+    switches: u64,
     /// When each content delta arrived (streams only).
     deltas: Vec<Instant>,
 }
@@ -275,7 +295,7 @@ fn main() {
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(body.to_string())))
             .unwrap();
-        let (cpu0, started) = (cpu(), Instant::now());
+        let (switches0, cpu0, started) = (context_switches(), cpu(), Instant::now());
         let (deltas, bytes) = rt.block_on(async {
             let response = client.request(request).await.unwrap();
             assert_eq!(response.status(), 200);
@@ -303,6 +323,7 @@ fn main() {
         let asked = Asked {
             wall: started.elapsed(),
             cpu: cpu() - cpu0,
+            switches: context_switches() - switches0,
             deltas,
         };
         let text = String::from_utf8_lossy(&bytes);
@@ -328,6 +349,7 @@ fn main() {
     let (mut burst_stream_cpu, mut burst_whole_cpu) = (Vec::new(), Vec::new());
     let (mut paced_stream_cpu, mut paced_whole_cpu) = (Vec::new(), Vec::new());
     let (mut direct_stream_cpu, mut direct_whole_cpu) = (Vec::new(), Vec::new());
+    let (mut paced_stream_switches, mut paced_whole_switches) = (Vec::new(), Vec::new());
     let mut through = Vec::new();
     for _ in 0..rounds {
         let a = ask(true, false, false);
@@ -338,6 +360,7 @@ fn main() {
         burst_whole_cpu.push(us(b.cpu));
         let c = ask(true, true, false);
         paced_stream_cpu.push(us(c.cpu));
+        paced_stream_switches.push(c.switches as f64);
         let sent = written.lock().unwrap().clone();
         assert_eq!(sent.len(), TOKENS);
         through.extend(
@@ -347,6 +370,7 @@ fn main() {
         );
         let d = ask(false, true, false);
         paced_whole_cpu.push(us(d.cpu));
+        paced_whole_switches.push(d.switches as f64);
         direct_stream_cpu.push(us(ask(true, true, true).cpu));
         direct_whole_cpu.push(us(ask(false, true, true).cpu));
     }
@@ -386,6 +410,14 @@ fn main() {
     println!(
         "paced: added by turnstile per chunk beyond the transport's, CPU {:9.2}",
         (psc - pwc - (dsc - dwc)) / n
+    );
+    let (pss, pws) = (
+        median(&mut paced_stream_switches),
+        median(&mut paced_whole_switches),
+    );
+    println!(
+        "paced: context switches, streamed {pss:.0}, whole {pws:.0}: {:.2} added per chunk",
+        (pss - pws) / n
     );
     println!(
         "paced: upstream's write -> client's read of a delta: p50 {:.1}, p99 {:.1} ({} deltas)",
