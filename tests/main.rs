@@ -36,6 +36,7 @@ mod metrics;
 mod newcomer;
 mod outbound;
 mod outbound_server;
+mod rag_py;
 mod settings;
 mod swap;
 mod valid_input;

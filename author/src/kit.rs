@@ -39,6 +39,8 @@ const RUST: &[(&str, &str)] = template!("rust":
 );
 
 /// `typings/` are the stubs `kit/stubs.sh` generates from the contract (for an editor).
+/// `wit/outbound.wit` and `wit/deps/` are the WIT a Python plugin needs for `wasi:http` beside
+/// the contract (componentize-py generates bindings only for what a world names).
 const PYTHON: &[(&str, &str)] = template!("python":
     ".gitignore",
     "README.md",
@@ -47,6 +49,10 @@ const PYTHON: &[(&str, &str)] = template!("python":
     "check.sh",
     "questions.jsonl",
     "requirements.txt",
+    "wit/outbound.wit",
+    "wit/deps/clocks.wit",
+    "wit/deps/http.wit",
+    "wit/deps/io.wit",
     "typings/componentize_py_types.pyi",
     "typings/wit_world/__init__.pyi",
     "typings/wit_world/imports/__init__.pyi",

@@ -17,6 +17,14 @@ pub enum GuestBuildError {
     /// A built component is not where its build puts it.
     #[error("{} was not built", .0.display())]
     Missing(PathBuf),
+    /// The WIT folder a guest is built against could not be written.
+    #[error("{}: {source}", .path.display())]
+    Wit {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The toolchain of a Python or JavaScript guest is not installed.
     #[error("{tool} is not installed (looked for {}); run: {install}", .path.display())]
     ToolchainMissing {

@@ -19,6 +19,24 @@ pub enum Language {
     JavaScript,
 }
 
+/// The WIT a Python guest is built against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wit {
+    /// The contract (`wit/retrieval.wit`), world `retrieval-plugin`.
+    Contract,
+    /// The contract and a folder of WIT (relative to the workspace) copied beside it: `world`, a
+    /// world of the contract's package that includes `retrieval-plugin` and imports more
+    /// (`wasi:http`), and in the folder's `deps/` the packages it names. The kit's Python
+    /// template ships such a folder; a plugin built against it is built against what an author's
+    /// project has.
+    Beside {
+        /// The folder.
+        dir: &'static str,
+        /// Its world.
+        world: &'static str,
+    },
+}
+
 /// One guest in another language.
 #[derive(Debug, Clone)]
 pub struct LanguageGuest {
@@ -32,6 +50,10 @@ pub struct LanguageGuest {
     pub entry: &'static str,
     /// JavaScript only: componentize-js features left out (`http`, `fetch-event`, …).
     pub disable: &'static [&'static str],
+    /// Python only: the WIT it is built against.
+    pub wit: Wit,
+    /// Python only: folders of more modules it imports (relative to the workspace), after its own.
+    pub python_path: &'static [&'static str],
     /// Whether the tests use it (the fixtures' build makes those; `cargo xtask plugins` all).
     pub tested: bool,
 }
@@ -41,12 +63,29 @@ pub struct LanguageGuest {
 /// client (`fetch` over `wasi:http`: these guests call nothing outside) and the HTTP server entry
 /// point.
 pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
+    // The answering plugin in Python: `rag`'s behaviour, with `retrieval-py`'s ranking modules
+    // (imported from that folder, not copied) and the kit's outbound WIT (`wasi:http`).
+    LanguageGuest {
+        name: "rag-py",
+        language: Language::Python,
+        dir: "plugins/rag-py",
+        entry: "app",
+        disable: &[],
+        wit: Wit::Beside {
+            dir: "kit/templates/python/wit",
+            world: "retrieval-plugin-outbound",
+        },
+        python_path: &["plugins/retrieval-py"],
+        tested: true,
+    },
     LanguageGuest {
         name: "retrieval-py",
         language: Language::Python,
         dir: "plugins/retrieval-py",
         entry: "app",
         disable: &[],
+        wit: Wit::Contract,
+        python_path: &[],
         tested: true,
     },
     LanguageGuest {
@@ -55,6 +94,8 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "plugins/retrieval-js",
         entry: "retrieval.js",
         disable: JS_NO_HTTP,
+        wit: Wit::Contract,
+        python_path: &[],
         tested: true,
     },
     LanguageGuest {
@@ -63,6 +104,8 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/escape-py",
         entry: "app",
         disable: &[],
+        wit: Wit::Contract,
+        python_path: &[],
         tested: true,
     },
     LanguageGuest {
@@ -71,6 +114,8 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/escape-js",
         entry: "escape.js",
         disable: JS_NO_HTTP,
+        wit: Wit::Contract,
+        python_path: &[],
         tested: true,
     },
     LanguageGuest {
@@ -79,6 +124,8 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/escape-js",
         entry: "escape.js",
         disable: &["fetch-event"],
+        wit: Wit::Contract,
+        python_path: &[],
         tested: true,
     },
     LanguageGuest {
@@ -87,6 +134,8 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/hostcalls-py",
         entry: "app",
         disable: &[],
+        wit: Wit::Contract,
+        python_path: &[],
         tested: false,
     },
     LanguageGuest {
@@ -95,6 +144,8 @@ pub const LANGUAGE_GUESTS: &[LanguageGuest] = &[
         dir: "fixtures/hostcalls-js",
         entry: "hostcalls.js",
         disable: JS_NO_HTTP,
+        wit: Wit::Contract,
+        python_path: &[],
         tested: false,
     },
 ];
@@ -149,16 +200,29 @@ pub fn build_language(
     std::fs::create_dir_all(out_dir).map_err(GuestBuildError::Spawn)?;
     let tool = toolchain(workspace, guest.language)?;
     let dir = workspace.join(guest.dir);
-    let wit = workspace.join("wit");
     let mut command = Command::new(&tool);
     match guest.language {
         Language::Python => {
-            command
-                .current_dir(&dir)
-                .arg("-d")
-                .arg(&wit)
-                .args(["-w", "retrieval-plugin", "componentize", guest.entry, "-o"])
-                .arg(&path);
+            let (wit, world) = match guest.wit {
+                Wit::Contract => (workspace.join("wit"), "retrieval-plugin"),
+                Wit::Beside { dir, world } => {
+                    let beside = out_dir.join(format!("{}.wit", guest.name));
+                    contract_beside(workspace, &workspace.join(dir), &beside)?;
+                    (beside, world)
+                }
+            };
+            command.current_dir(&dir).arg("-d").arg(&wit).args([
+                "-w",
+                world,
+                "componentize",
+                guest.entry,
+                "-p",
+                ".",
+            ]);
+            for folder in guest.python_path {
+                command.arg("-p").arg(workspace.join(folder));
+            }
+            command.arg("-o").arg(&path);
         }
         Language::JavaScript => {
             // componentize-js reads the WIT and the sources through a filesystem rooted at its
@@ -188,15 +252,74 @@ pub fn build_language(
     })
 }
 
-/// What a guest's build reads: its folder's files, the WIT, the toolchain pins.
+/// A folder of WIT for `-d`: the contract (`wit/retrieval.wit`) and every file under `beside`,
+/// written afresh into `into`.
+fn contract_beside(workspace: &Path, beside: &Path, into: &Path) -> Result<(), GuestBuildError> {
+    let wit_error = |source| GuestBuildError::Wit {
+        path: into.to_owned(),
+        source,
+    };
+    if into.exists() {
+        std::fs::remove_dir_all(into).map_err(wit_error)?;
+    }
+    std::fs::create_dir_all(into).map_err(wit_error)?;
+    std::fs::copy(
+        workspace.join("wit/retrieval.wit"),
+        into.join("retrieval.wit"),
+    )
+    .map_err(wit_error)?;
+    for file in files_under(beside) {
+        let to = into.join(file.strip_prefix(beside).unwrap_or(&file));
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(wit_error)?;
+        }
+        std::fs::copy(&file, &to).map_err(wit_error)?;
+    }
+    Ok(())
+}
+
+/// Every file under `dir`, in its folders too.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for path in std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+    {
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else if path.is_file() {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The files directly in `dir`.
+fn files_in(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+}
+
+/// What a guest's build reads: its folder's files, the WIT, the toolchain pins, the folders of
+/// modules it imports.
 pub fn inputs(workspace: &Path, guest: &LanguageGuest) -> Vec<PathBuf> {
     let mut inputs = vec![
         workspace.join("wit/retrieval.wit"),
         workspace.join("plugins/toolchains/requirements.txt"),
         workspace.join("plugins/toolchains/package-lock.json"),
     ];
-    if let Ok(entries) = std::fs::read_dir(workspace.join(guest.dir)) {
-        inputs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+    inputs.extend(files_in(&workspace.join(guest.dir)));
+    if let Wit::Beside { dir, .. } = guest.wit {
+        inputs.extend(files_under(&workspace.join(dir)));
+    }
+    for folder in guest.python_path {
+        inputs.extend(files_in(&workspace.join(folder)));
     }
     inputs.sort();
     inputs

@@ -15,7 +15,7 @@ mod rust;
 
 pub use error::{Guest, GuestBuildError};
 pub use languages::{
-    INSTALL, JS_NO_HTTP, LANGUAGE_GUESTS, Language, LanguageGuest, build_language, inputs,
+    INSTALL, JS_NO_HTTP, LANGUAGE_GUESTS, Language, LanguageGuest, Wit, build_language, inputs,
     toolchain, toolchains_dir,
 };
 pub use rust::{TARGET, build, guest_target_dir, rerun_if_changed};
