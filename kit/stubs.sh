@@ -3,8 +3,11 @@
 # (wit/retrieval.wit) by the pinned toolchains that build the plugins:
 #   kit/templates/python/typings/  componentize-py 0.25.1 `bindings`: the modules `wit_world`
 #                                  (the world, its imports: corpus, embeddings, config, log,
-#                                  answer, conversation) and `componentize_py_types` that app.py imports, each
-#                                  `.py` written as a `.pyi` (Pyright/Pylance read `typings/`)
+#                                  answer, conversation, and wasi:http's types, outgoing_handler,
+#                                  streams, poll, error, monotonic_clock) and `componentize_py_types`
+#                                  that app.py imports, each `.py` written as a `.pyi`
+#                                  (Pyright/Pylance read `typings/`); the world is the template's
+#                                  `retrieval-plugin-outbound` (kit/templates/python/wit/)
 #   kit/templates/js/types/        jco 1.35.0 `guest-types`: a `.d.ts` per interface, declaring
 #                                  the modules plugin.js imports ('turnstile:retrieval/...@0.1.4')
 #
@@ -35,10 +38,13 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/wit"
 cp "$repo/wit/retrieval.wit" "$scratch/wit/"
 
-# Python: the generated modules app.py imports, as stubs. (The async support and poll loop that
-# componentize-py also writes are for worlds with async functions or wasi:http; this world's
-# modules do not import them.)
-"$cpy" -d "$scratch/wit" -w retrieval-plugin bindings "$scratch/py" >/dev/null
+# Python: the generated modules app.py imports, as stubs, of the world the template builds: the
+# contract with the template's own WIT beside it, as `turnstile new plugin` writes them. (The async
+# support and poll loop that componentize-py also writes for wasi:http are not imported by the
+# world's modules, nor by app.py.)
+mkdir -p "$scratch/wit-py"
+cp -r "$scratch/wit/retrieval.wit" "$repo/kit/templates/python/wit/." "$scratch/wit-py/"
+"$cpy" -d "$scratch/wit-py" -w retrieval-plugin-outbound bindings "$scratch/py" >/dev/null
 mkdir -p "$scratch/python/typings"
 (cd "$scratch/py" && find wit_world componentize_py_types.py -name '*.py' | sort) |
     while read -r file; do

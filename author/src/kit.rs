@@ -61,7 +61,13 @@ const PYTHON: &[(&str, &str)] = template!("python":
     "typings/wit_world/imports/conversation.pyi",
     "typings/wit_world/imports/corpus.pyi",
     "typings/wit_world/imports/embeddings.pyi",
+    "typings/wit_world/imports/error.pyi",
     "typings/wit_world/imports/log.pyi",
+    "typings/wit_world/imports/monotonic_clock.pyi",
+    "typings/wit_world/imports/outgoing_handler.pyi",
+    "typings/wit_world/imports/poll.pyi",
+    "typings/wit_world/imports/streams.pyi",
+    "typings/wit_world/imports/types.pyi",
 );
 
 /// `types/` are the stubs `kit/stubs.sh` generates from the contract (for an editor, with

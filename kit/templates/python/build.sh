@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the plugin: target/{{name}}.wasm, a WebAssembly component of turnstile's
-# `retrieval-plugin` world, from app.py against the WIT the host wrote into wit/.
+# `retrieval-plugin` world and wasi:http (world `retrieval-plugin-outbound`, wit/outbound.wit), from
+# app.py against the WIT the host wrote into wit/.
 # The toolchain is componentize-py, pinned with hashes in requirements.txt and installed into
 # .venv; set COMPONENTIZE_PY to use an existing componentize-py (a path or a command name) instead.
 set -euo pipefail
@@ -31,6 +32,8 @@ version=$("$cpy" --version)
 
 mkdir -p target
 # -d/-w (the WIT directory and world) go before the subcommand; `app` is the module that defines
-# `class WitWorld`.
-"$cpy" -d wit -w retrieval-plugin componentize app -o target/{{name}}.wasm
+# `class WitWorld`. The world is the contract's with wasi:http/outgoing-handler (componentize-py
+# generates bindings only for what the world names): `retrieval-plugin` alone, for a plugin that
+# calls nothing outside.
+"$cpy" -d wit -w retrieval-plugin-outbound componentize app -o target/{{name}}.wasm
 echo "built target/{{name}}.wasm ($(wc -c < target/{{name}}.wasm) bytes)"
