@@ -30,10 +30,11 @@ version=$("$cjs" --version)
     echo "build.sh: warning: componentize-js $version, not the pinned 0.23.0" >&2
 
 mkdir -p target
-# -w/-n: the WIT directory and world. -d: WASI features compiled out. This plugin calls nothing
-# outside, so `http` and `fetch-event` go (wasi:http reaches only the origins the operator
-# grants: keep `http` in a plugin that calls a backend). stdio,
-# clocks and random stay: console.log/console.error reach the host's log, Date and Math.random work.
-# (stdio brings wasi:filesystem imports with it; the host links them to nothing.)
-"$cjs" plugin.js -w wit -n retrieval-plugin -d http fetch-event -o target/{{name}}.wasm
+# -w/-n: the WIT directory and world. -d: WASI features compiled out: `fetch-event`, the HTTP
+# server entry point. `http` stays: it is `fetch`, over wasi:http, which reaches only the origins
+# the operator grants (`ask` in plugin.js; add `http` to -d for a plugin that calls nothing
+# outside). stdio, clocks and random stay too: console.log/console.error reach the host's log,
+# Date and Math.random work. (stdio brings wasi:filesystem imports with it; the host links them
+# to nothing.)
+"$cjs" plugin.js -w wit -n retrieval-plugin -d fetch-event -o target/{{name}}.wasm
 echo "built target/{{name}}.wasm ($(wc -c < target/{{name}}.wasm) bytes)"

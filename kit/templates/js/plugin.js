@@ -4,7 +4,8 @@
 // For each question it builds a safe FTS5 expression from the question's words, lets the host
 // rank a pool of candidates by bm25 (`session.rank`), keeps the best `limit`, and asks a snippet
 // for each hit it keeps (`session.snippet`). Make it yours in `score` (re-rank the pool) and
-// `terms` (what is searched for).
+// `terms` (what is searched for). With the setting `upstream` (an OpenAI-compatible server's
+// origin), it also asks that model to answer from the sources (`ask`): off by default.
 //
 // This module runs inside the component (StarlingMonkey, a SpiderMonkey build), not in Node: there
 // is no `process`, `fs` or `require`, and no Intl/ICU (a `\p{...}` regular expression fails the
@@ -13,6 +14,8 @@
 // `option` is a value or `undefined`, `u64` a BigInt, a `result` error of an import is thrown as an
 // Error whose own `payload` is the WIT value (`{ tag: 'bad-expression', val: '...' }`).
 
+import { append } from 'turnstile:retrieval/answer@0.1.4';
+import { get as setting } from 'turnstile:retrieval/config@0.1.4';
 import { Session } from 'turnstile:retrieval/corpus@0.1.4';
 import { write as log } from 'turnstile:retrieval/log@0.1.4';
 
@@ -60,13 +63,19 @@ class RetrieveError extends Error {
   }
 }
 
-/** The component's export: at most `limit` sources for `question`, best first. */
-export function retrieve(question, limit) {
+/**
+ * The component's export: at most `limit` sources for `question`, best first. `async`, so it can
+ * wait for `fetch`: componentize-js runs the event loop until the promise settles.
+ */
+export async function retrieve(question, limit) {
   // Anything else thrown out of `retrieve` (a TypeError, an import's error) is not an error
   // result: its lowering fails and the component traps, and the host sees no message. So every
   // failure becomes a `retrieve-error` here, whatever it is.
   try {
-    return search(question, limit);
+    const sources = search(question, limit);
+    const upstream = setting('upstream');
+    if (upstream !== undefined && sources.length > 0) await ask(upstream, question, sources);
+    return sources;
   } catch (error) {
     if (error instanceof RetrieveError) throw error;
     if (error !== null && typeof error === 'object' && Object.hasOwn(error, 'payload')) {
@@ -107,6 +116,37 @@ function search(question, limit) {
     // Release the host's connection now rather than at some later garbage collection. (The
     // bindings use `Symbol.for('dispose')` where the engine has no `Symbol.dispose`.)
     session[Symbol.dispose ?? Symbol.for('dispose')]();
+  }
+}
+
+/**
+ * Asks the model at `upstream` (an OpenAI-compatible server's origin, `--plugin-config
+ * upstream=http://127.0.0.1:8000`; `model` names the model, if it needs one) to answer from the
+ * sources, and appends its answer to the response, beside them. `fetch` goes out over wasi:http,
+ * only to an origin the operator granted (`turnstile serve --outbound-allow ORIGIN`); if the model
+ * fails, the sources answer alone and the log says why. With componentize-js 0.23.0 a request
+ * the host refuses (an origin not granted; `turnstile check` and a swap's smoke checks grant
+ * none) traps instead of rejecting, because of its body: README.md, "Ask a model".
+ */
+async function ask(upstream, question, sources) {
+  const passages = sources.map((s) => `id: ${s.id}\n${s.title}\n${s.snippet}`).join('\n\n');
+  try {
+    const response = await fetch(`${upstream}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: setting('model'), // left out when not set
+        messages: [
+          { role: 'system', content: `Answer from these sources only, citing their ids as [id].\n\n${passages}` },
+          { role: 'user', content: question },
+        ],
+      }),
+    });
+    if (!response.ok) throw new Error(`the upstream answered ${response.status}`);
+    const text = (await response.json())?.choices?.[0]?.message?.content;
+    if (typeof text === 'string') append(text);
+  } catch (error) {
+    log('warn', `no answer from ${upstream}: ${error}`);
   }
 }
 
