@@ -1,12 +1,15 @@
 //! The kit for plugin authors: `turnstile new plugin --lang rust|python|js DIR` writes a project
 //! that builds with its own pinned command, passes `turnstile check` (its `check.sh`, which runs
-//! `eval` on the questions it ships too), serves, and is hot-swapped to.
+//! `eval` on the questions it ships too), serves, and is hot-swapped to; the Python and JavaScript
+//! templates, given an `upstream`, answer with what a model behind it said.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::upstream::Upstream;
 use crate::support::{TestApp, cache_dir};
 
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
@@ -101,6 +104,47 @@ async fn scaffold_build_check_serve_and_swap(lang: &str) {
         ids.iter().any(|id| id.starts_with("json")),
         "{lang}: {ids:?}"
     );
+    assert_eq!(
+        answer.get("answer"),
+        None,
+        "no upstream, no answer: {answer}"
+    );
+    app.stop().await;
+    if lang != "rust" {
+        asks_its_upstream(&wasm, lang).await;
+    }
+}
+
+/// The template's outbound call, switched on: served with `upstream` naming a local
+/// OpenAI-compatible server (`tests/upstream/upstream.py`) whose origin is granted, the answer is
+/// the model's, quoting the first source it was given. Set when serving, not by a swap: a swap's
+/// smoke checks refuse every request, which the JavaScript template's `fetch` cannot take (its
+/// README, "Ask a model").
+async fn asks_its_upstream(wasm: &Path, lang: &str) {
+    let upstream = Upstream::start(Duration::ZERO);
+    let origin = upstream.origin();
+    let setting = format!("upstream={origin}");
+    let wasm = wasm.to_str().unwrap();
+    let app = TestApp::load(&[
+        "--plugin",
+        wasm,
+        "--outbound-allow",
+        origin,
+        "--plugin-config",
+        &setting,
+    ])
+    .await;
+    let (status, answer) = app
+        .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
+        .await;
+    assert_eq!(status, 200, "{lang}: {answer}");
+    let first = answer["sources"][0]["id"].as_str().unwrap_or_default();
+    let said = answer["answer"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with(&format!("According to [{first}]")),
+        "{lang}: {answer}"
+    );
+    assert_eq!(upstream.stats()["requests"], 1, "{}", upstream.log());
     app.stop().await;
 }
 

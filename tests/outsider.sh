@@ -5,8 +5,12 @@
 #   ./build.sh                          the template's own build, as its README says (cargo from
 #                                       crates.io; pip from PyPI into .venv; npm ci from npm)
 #   ./check.sh                          turnstile check (must pass) and turnstile eval
-#   turnstile serve --plugin ...        on a free loopback port, until /readyz answers 200
-#   curl POST /retrieve                 one question: 200 with at least one source
+#   turnstile serve --plugin ...        on a free loopback port, until /readyz answers 200; Python
+#                                       and JavaScript with their `upstream` set to a local
+#                                       OpenAI-compatible model (tests/upstream/upstream.py), its
+#                                       origin granted (--outbound-allow)
+#   curl POST /retrieve                 one question: 200 with at least one source (and, for Python
+#                                       and JavaScript, the model's answer quoting one)
 # and the server stopped; the seconds of every step are printed, and a table at the end.
 #
 # Usage: tests/outsider.sh [TURNSTILE_BINARY [LANG...]]
@@ -37,15 +41,19 @@ done
 resolved=$(command -v "$binary") || die "no turnstile binary: $binary (give its path, or put it on PATH)"
 binary=$(cd "$(dirname "$resolved")" && pwd)/$(basename "$resolved")
 command -v curl >/dev/null || die "curl is needed to ask the served plugin a question"
+upstream_script="$(cd "$(dirname "$0")" && pwd)/upstream/upstream.py"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/turnstile-outsider.XXXXXX")
 server_pid=
+upstream_pid=
 cleanup() {
-    local status=$?
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    local status=$? pid
+    for pid in "$server_pid" "$upstream_pid"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
     rm -rf "$work"
     exit "$status"
 }
@@ -90,17 +98,36 @@ step() {
     echo "-- $lang: $name: ${took[$lang.$name]} s"
 }
 
-# Serves PROJECT's component on 127.0.0.1:0 (the kernel picks a free port), waits (at most 120 s)
-# for the address in the log and then for /readyz to answer 200. Sets server_pid and base.
+# The model the Python and JavaScript templates ask (their `upstream`): the project's local
+# OpenAI-compatible upstream, on a free loopback port, for the whole run. It is the operator's
+# backend, not part of the author's toolchain, so it runs outside `env -i`. Sets upstream_pid and
+# upstream.
+start_upstream() {
+    local deadline=$((SECONDS + 30))
+    python3 "$upstream_script" --port 0 >"$work/upstream.out" 2>"$work/upstream.log" &
+    upstream_pid=$!
+    until upstream=$(sed -n 's/^listening on //p' "$work/upstream.out") && [ -n "$upstream" ]; do
+        kill -0 "$upstream_pid" 2>/dev/null || { cat "$work/upstream.log" >&2; die "the upstream exited"; }
+        [ $SECONDS -lt $deadline ] || die "the upstream did not listen in 30 s"
+        sleep 0.1
+    done
+    echo "the templates' model: $upstream"
+}
+
+# Serves PROJECT's component on 127.0.0.1:0 (the kernel picks a free port), with more `serve` flags
+# if given, waits (at most 120 s) for the address in the log and then for /readyz to answer 200.
+# Sets server_pid and base.
 serve() {
     local project=$1 wasm=$2 log=$1/serve.log deadline=$((SECONDS + 120)) address=
-    (cd "$project" && exec "${author_env[@]}" turnstile serve --plugin "$wasm" --listen 127.0.0.1:0) \
+    shift 2
+    (cd "$project" && exec "${author_env[@]}" turnstile serve --plugin "$wasm" --listen 127.0.0.1:0 "$@") \
         >"$log" 2>&1 &
     server_pid=$!
     while [ -z "$address" ]; do
         kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; echo "the server exited" >&2; return 1; }
         [ $SECONDS -lt $deadline ] || { cat "$log" >&2; echo "no listening address in 120 s" >&2; return 1; }
-        address=$(grep -o 'http://127\.0\.0\.1:[0-9][0-9]*' "$log" | head -n 1 || true)
+        # The line that says where it listens (a granted origin is logged before it).
+        address=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9][0-9]*\).*|\1|p' "$log" | head -n 1 || true)
         [ -n "$address" ] || sleep 0.2
     done
     base=$address
@@ -112,15 +139,20 @@ serve() {
     echo "serving $wasm on $base"
 }
 
-# One question: HTTP 200 and at least one source.
+# One question: HTTP 200 and at least one source; with `asked` (a template told of a model), the
+# model's answer too, quoting a source (the upstream's answers start "According to [ID]").
 ask() {
-    local project=$1 status
+    local project=$1 asked=${2:-} status
     status=$(curl -sS -o "$project/answer.json" -w '%{http_code}' "$base/retrieve" \
         -H 'content-type: application/json' \
         -d '{"question": "serialize an object to a JSON formatted string", "limit": 3}')
     echo "HTTP $status: $(head -c 400 "$project/answer.json")"
     [ "$status" = 200 ] || { echo "expected HTTP 200" >&2; return 1; }
     grep -q '"sources":\[{"id":' "$project/answer.json" || { echo "expected at least one source" >&2; return 1; }
+    if [ -n "$asked" ]; then
+        grep -q '"answer":"According to \[' "$project/answer.json" ||
+            { echo "expected the model's answer (its log: $work/upstream.log)" >&2; cat "$project/serve.log" >&2; return 1; }
+    fi
 }
 
 # Stops the server (SIGTERM) and waits, at most 30 s, for it to exit.
@@ -135,15 +167,23 @@ stop() {
     server_pid=
 }
 
+upstream=
+for lang in "${langs[@]}"; do
+    [ "$lang" = rust ] || [ -n "$upstream" ] || start_upstream
+done
+
 for lang in "${langs[@]}"; do
     name="my-$lang-plugin"
     project="$work/home-of-projects/$name"
+    # The Rust template calls nothing outside; the others ask the model when told where it is.
+    outbound=()
+    [ "$lang" = rust ] || outbound=(--outbound-allow "$upstream" --plugin-config "upstream=$upstream")
     begin=$(now)
     step "$lang" new author bash -c "cd '$work/home-of-projects' && turnstile new plugin --lang $lang $name"
     step "$lang" build author bash -c "cd '$project' && ./build.sh"
     step "$lang" check author bash -c "cd '$project' && ./check.sh"
-    step "$lang" serve serve "$project" "$project/target/$name.wasm"
-    step "$lang" ask ask "$project"
+    step "$lang" serve serve "$project" "$project/target/$name.wasm" "${outbound[@]}"
+    step "$lang" ask ask "$project" "${outbound[*]}"
     step "$lang" stop stop
     took[$lang.total]=$(seconds "$begin" "$(now)")
     # The next language starts from nothing too (and the disk is given back).
