@@ -180,6 +180,7 @@ mod tests {
         let all = names(Which::All);
         for plugin in [
             "rag",
+            "rag-py",
             "retrieval",
             "retrieval-hybrid",
             "retrieval-py",
