@@ -299,6 +299,12 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "turnstile-test-upstream/1"
 
+    def setup(self):
+        super().setup()
+        # As model servers do (uvicorn, vLLM, TGI): each event goes out when written, not held by
+        # Nagle's algorithm until the reader's delayed ACK (~40 ms a first token on loopback).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def version_string(self):
         return self.server_version
     # Whether the request being served is counted in flight.

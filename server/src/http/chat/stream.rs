@@ -85,6 +85,7 @@ pub(super) async fn respond_streaming(start: StreamStart) -> Result<Response, Ch
         first_token_ms: None,
         deltas: 0,
         ended: None,
+        delta_frame: None,
         execution_ms: None,
         outbound_requests: 0,
     };
@@ -151,6 +152,8 @@ struct Streaming {
     first_token_ms: Option<f64>,
     deltas: u64,
     ended: Option<Ended>,
+    /// The frame of a content chunk, but for its text (once the role has gone out).
+    delta_frame: Option<DeltaFrame>,
     execution_ms: Option<f64>,
     outbound_requests: u32,
 }
@@ -159,8 +162,16 @@ impl Streaming {
     /// The next frame to send, or `None` when the stream is over.
     async fn next_frame(&mut self) -> Option<Bytes> {
         loop {
-            if let Some(frame) = self.pending.pop_front() {
-                return Some(frame);
+            if !self.pending.is_empty() {
+                // What else the call has told already goes in the same write: events that
+                // queue up (a client reading slower than the model writes) cost one frame, not
+                // one each. Nothing waits for more.
+                while self.pending.len() < MAX_EVENTS_A_FRAME
+                    && let Some(event) = self.events.as_mut().and_then(AnswerEvents::try_next)
+                {
+                    self.tell(event).await;
+                }
+                return Some(self.take_pending());
             }
             if self.ended.is_some() {
                 return None;
@@ -180,6 +191,18 @@ impl Streaming {
         }
     }
 
+    /// Every pending frame, as one.
+    fn take_pending(&mut self) -> Bytes {
+        if self.pending.len() == 1 {
+            return self.pending.pop_front().unwrap_or_default();
+        }
+        let mut joined = Vec::with_capacity(self.pending.iter().map(Bytes::len).sum());
+        for frame in self.pending.drain(..) {
+            joined.extend_from_slice(&frame);
+        }
+        Bytes::from(joined)
+    }
+
     /// Makes the frames of one event of the call.
     async fn tell(&mut self, told: AnswerEvent) {
         match told {
@@ -195,8 +218,17 @@ impl Streaming {
                 }
                 self.deltas += 1;
                 self.streamed_text = true;
-                let chunk = self.chunk(Some(text), None);
-                self.pending.push_back(event(&chunk));
+                let frame = match &self.delta_frame {
+                    Some(frame) => frame.with(&text),
+                    None => {
+                        let chunk = self.chunk(Some(text), None);
+                        // Every later content chunk is this one but for its text: made once.
+                        let template = self.chunk(Some(String::new()), None);
+                        self.delta_frame = Some(DeltaFrame::new(&template));
+                        event(&chunk)
+                    }
+                };
+                self.pending.push_back(frame);
             }
         }
     }
@@ -364,6 +396,46 @@ impl Drop for Streaming {
     }
 }
 
+/// Events of the call joined into one write, at most.
+const MAX_EVENTS_A_FRAME: usize = 64;
+
+/// A content chunk's frame, cut where its text goes: every content delta after the first is
+/// the same chunk but for the text, so only the text is serialized per token.
+#[derive(Debug)]
+struct DeltaFrame {
+    before: Vec<u8>,
+    after: Vec<u8>,
+}
+
+/// What a content chunk with empty text serializes to around its text.
+const TEXT_MARK: &[u8] = br#""content":"""#;
+
+impl DeltaFrame {
+    /// The frame of `chunk` (a content chunk with empty text, no role), cut at its text.
+    fn new(chunk: &ChatChunkBody) -> Self {
+        let whole = event(chunk);
+        // The text's two quotes are the mark's last two bytes.
+        let at = whole
+            .windows(TEXT_MARK.len())
+            .position(|w| w == TEXT_MARK)
+            .map_or(whole.len(), |i| i + TEXT_MARK.len() - 2);
+        Self {
+            before: whole[..at].to_vec(),
+            after: whole[(at + 2).min(whole.len())..].to_vec(),
+        }
+    }
+
+    /// The frame with `text`.
+    fn with(&self, text: &str) -> Bytes {
+        let mut frame = Vec::with_capacity(self.before.len() + text.len() + 8 + self.after.len());
+        frame.extend_from_slice(&self.before);
+        // A string serializes without failing.
+        let _ = serde_json::to_writer(&mut frame, text);
+        frame.extend_from_slice(&self.after);
+        Bytes::from(frame)
+    }
+}
+
 /// One server-sent event: `data: JSON`.
 fn event(body: &impl Serialize) -> Bytes {
     let mut frame = b"data: ".to_vec();
@@ -371,4 +443,36 @@ fn event(body: &impl Serialize) -> Bytes {
     let _ = serde_json::to_writer(&mut frame, body);
     frame.extend_from_slice(b"\n\n");
     Bytes::from(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A content frame made from the cut template is the chunk serde would write.
+    #[test]
+    fn a_delta_frame_is_the_chunk_serialized() {
+        for usage in [None, Some(None)] {
+            let chunk = |content: &str| ChatChunkBody {
+                id: "chatcmpl-1".into(),
+                object: ChatChunkObject::ChatCompletionChunk,
+                created: 7,
+                model: "turnstile-rag".into(),
+                choices: vec![ChunkChoiceBody {
+                    index: 0,
+                    delta: DeltaBody {
+                        role: None,
+                        content: Some(content.into()),
+                    },
+                    finish_reason: None,
+                }],
+                sources: None,
+                usage,
+            };
+            let frame = DeltaFrame::new(&chunk(""));
+            for text in ["json ", "", "a \"quoted\"\n line — é", "\u{0}"] {
+                assert_eq!(frame.with(text), event(&chunk(text)), "{text:?}");
+            }
+        }
+    }
 }
