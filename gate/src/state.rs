@@ -444,13 +444,18 @@ impl GateState {
         self.totals.released += 1;
         debug_assert!(self.leases.len() < config.max_active);
         let in_use = self.leases.len() + 1;
-        let sample = Sample {
-            work: work.unwrap_or(held),
+        // Only work that ran is a sample: a lease given back before its work ran (its global
+        // lease refused, its client gone first) says nothing of the backend's latency — its
+        // hold time would be the wait for Redis, or nothing at all.
+        let sample = work.map(|work| Sample {
+            work,
             granted_in_use: record.granted_in_use,
             in_use,
             outcome,
-        };
-        if let Some(limit) = self.controller.as_mut().and_then(|c| c.sample(sample)) {
+        });
+        if let Some(limit) =
+            sample.and_then(|sample| self.controller.as_mut().and_then(|c| c.sample(sample)))
+        {
             // A lower limit takes nothing from a running call: fewer are promoted until fewer
             // than it are out. A higher one promotes as many waiters as it frees.
             self.limit = limit.min(config.max_active);
