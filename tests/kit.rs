@@ -117,23 +117,37 @@ async fn scaffold_build_check_serve_and_swap(lang: &str) {
 
 /// The template's outbound call, switched on: served with `upstream` naming a local
 /// OpenAI-compatible server (`tests/upstream/upstream.py`) whose origin is granted, the answer is
-/// the model's, quoting the first source it was given. Set when serving, not by a swap: a swap's
-/// smoke checks refuse every request, which the JavaScript template's `fetch` cannot take (its
-/// README, "Ask a model").
+/// the model's, quoting the first source it was given. Set by a swap, whose smoke checks refuse
+/// every request the candidate makes — which each language's client must take as a refusal
+/// (the host reads a refused request's body before answering, so `fetch` sees the refusal).
 async fn asks_its_upstream(wasm: &Path, lang: &str) {
     let upstream = Upstream::start(Duration::ZERO);
     let origin = upstream.origin();
-    let setting = format!("upstream={origin}");
-    let wasm = wasm.to_str().unwrap();
+    let project = wasm
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    // A granted origin where nothing listens: the connection is refused.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}", nobody.local_addr().unwrap());
+    drop(nobody);
     let app = TestApp::load(&[
-        "--plugin",
-        wasm,
         "--outbound-allow",
         origin,
-        "--plugin-config",
-        &setting,
+        "--outbound-allow",
+        &closed,
+        "--swap-root",
+        &project,
     ])
     .await;
+    let swapped = app
+        .swap_plugin(json!({"path": wasm, "config": {"upstream": origin}}))
+        .await;
+    let status = swapped.status().as_u16();
+    assert_eq!(status, 200, "{lang}: {}", swapped.text().await.unwrap());
     let (status, answer) = app
         .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
         .await;
@@ -145,6 +159,20 @@ async fn asks_its_upstream(wasm: &Path, lang: &str) {
         "{lang}: {answer}"
     );
     assert_eq!(upstream.stats()["requests"], 1, "{}", upstream.log());
+    // A connection that cannot be made: the plugin is told so, and answers with its sources.
+    let swapped = app
+        .swap_plugin(json!({"path": wasm, "config": {"upstream": closed}}))
+        .await;
+    assert_eq!(swapped.status(), 200, "{lang}");
+    let (status, answer) = app
+        .retrieve(json!({"question": "serialize an object to a JSON formatted string"}))
+        .await;
+    assert_eq!(status, 200, "{lang}: {answer}");
+    assert!(
+        !answer["sources"].as_array().unwrap().is_empty(),
+        "{answer}"
+    );
+    assert_eq!(answer.get("answer"), None, "{lang}: {answer}");
     app.stop().await;
 }
 

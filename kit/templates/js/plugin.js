@@ -124,9 +124,8 @@ function search(question, limit) {
  * upstream=http://127.0.0.1:8000`; `model` names the model, if it needs one) to answer from the
  * sources, and appends its answer to the response, beside them. `fetch` goes out over wasi:http,
  * only to an origin the operator granted (`turnstile serve --outbound-allow ORIGIN`); if the model
- * fails, the sources answer alone and the log says why. With componentize-js 0.23.0 a request
- * the host refuses (an origin not granted; `turnstile check` and a swap's smoke checks grant
- * none) traps instead of rejecting, because of its body: README.md, "Ask a model".
+ * fails, the sources answer alone and the log says why; a request the host refuses (an origin
+ * not granted; `turnstile check` and a swap's smoke checks grant none) rejects like any failure.
  */
 async function ask(upstream, question, sources) {
   const passages = sources.map((s) => `id: ${s.id}\n${s.title}\n${s.snippet}`).join('\n\n');

@@ -19,22 +19,60 @@ use crate::observe::OutboundOutcome;
 /// What a request cancelled because its call's client went away answers the guest.
 pub const CANCELLED: &str = "cancelled: the client went away";
 
-/// The guest's request body, cut off with `HttpRequestBodySize` past `cap` bytes.
+/// Reads and drops what the guest still writes of a request body that will not be sent (at
+/// most `cap` bytes, within `within`). A guest whose body is dropped mid-write can take the
+/// broken write for its own failure rather than the request's (componentize-js's `fetch` with a
+/// body traps on it); read to its end, the guest sees the request's own error.
+pub async fn drain(mut body: WasiBody, cap: u64, within: Duration) {
+    let read_all = async {
+        let mut read = 0u64;
+        while let Some(Ok(frame)) = http_body_util::BodyExt::frame(&mut body).await {
+            read += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if read > cap {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(within, read_all).await;
+}
+
+/// The guest's request body, cut off with `HttpRequestBodySize` past `cap` bytes. Dropped
+/// before its end (the connection could not be made), what the guest still writes is drained.
 pub struct CappedRequest {
-    inner: WasiBody,
+    inner: Option<WasiBody>,
     sent: u64,
     cap: u64,
     finish: Finish,
+    /// How long a drain of the rest may take.
+    within: Duration,
+    /// The body ended (or failed): nothing to drain.
+    ended: bool,
 }
 
 impl CappedRequest {
-    /// The guest's `body`, at most `cap` bytes, its size told to `finish`.
-    pub fn new(inner: WasiBody, cap: u64, finish: Finish) -> Self {
+    /// The guest's `body`, at most `cap` bytes, its size told to `finish`; the rest drained
+    /// within `within` if it is dropped before its end.
+    pub fn new(inner: WasiBody, cap: u64, finish: Finish, within: Duration) -> Self {
         Self {
-            inner,
+            inner: Some(inner),
             sent: 0,
             cap,
             finish,
+            within,
+            ended: false,
+        }
+    }
+}
+
+impl Drop for CappedRequest {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        if let (Some(body), Ok(runtime)) =
+            (self.inner.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(drain(body, self.cap.saturating_sub(self.sent), self.within));
         }
     }
 }
@@ -47,13 +85,20 @@ impl Body for CappedRequest {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
-        let frame = ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let frame = ready!(Pin::new(inner).poll_frame(cx));
+        if !matches!(frame, Some(Ok(_))) {
+            self.ended = true;
+        }
         if let Some(Ok(frame)) = &frame
             && let Some(data) = frame.data_ref()
         {
             self.sent += data.len() as u64;
             self.finish.add_bytes_out(data.len() as u64);
             if self.sent > self.cap {
+                self.ended = true;
                 self.finish.set_outcome(OutboundOutcome::TooLarge);
                 return Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(self.cap)))));
             }
@@ -62,11 +107,13 @@ impl Body for CappedRequest {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
     }
 }
 

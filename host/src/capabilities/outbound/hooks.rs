@@ -13,7 +13,7 @@ use std::time::Duration;
 use http::uri::Scheme as UriScheme;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::body::{CANCELLED, CappedRequest, MeteredResponse};
+use super::body::{CANCELLED, CappedRequest, MeteredResponse, drain};
 use super::grant::OutboundGrant;
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
@@ -149,6 +149,16 @@ fn dialled(scheme: Scheme, host: &RequestHost, port: u16) -> String {
     }
 }
 
+/// The answer to a refused request: `HTTP-request-denied`, once what the guest writes of its
+/// body has been drained (`super::body::drain`); nothing is sent either way.
+fn refuse(request: http::Request<WasiBody>, options: &OutboundOptions) -> Sent {
+    let (cap, within) = (options.max_request_bytes, options.connect_timeout);
+    Box::new(async move {
+        drain(request.into_body(), cap, within).await;
+        Err(Error::HttpRequestDenied)
+    })
+}
+
 /// The shorter of the guest's and the host's bound.
 fn at_most(guest: Option<Duration>, host: Duration) -> Duration {
     guest.map_or(host, |g| g.min(host))
@@ -169,7 +179,7 @@ impl WasiHttpHooks for OutboundHooks {
             Ok(admitted) => admitted,
             Err((origin, outcome, reason)) => {
                 self.reporter.refused(&origin, DENIED, outcome, reason);
-                return Box::new(async { Err(Error::HttpRequestDenied) });
+                return refuse(request, &self.options);
             }
         };
         let options = self.options.clone();
@@ -193,7 +203,7 @@ impl WasiHttpHooks for OutboundHooks {
                 OutboundOutcome::Denied,
                 "every request is denied here",
             );
-            return Box::new(async { Err(Error::HttpRequestDenied) });
+            return refuse(request, &self.options);
         };
         // The host's credentials for this exact origin, over whatever the guest set.
         let uri = request.uri().clone();
@@ -243,8 +253,9 @@ impl WasiHttpHooks for OutboundHooks {
                 }
             };
             let finish = reporter.start(&admitted.label);
-            let request = request
-                .map(|body| CappedRequest::new(body, options.max_request_bytes, finish.clone()));
+            let request = request.map(|body| {
+                CappedRequest::new(body, options.max_request_bytes, finish.clone(), connect)
+            });
             // The whole request, body included, ends by this (a trickle just under the
             // between-bytes timeout is stopped here).
             let deadline = (tokio::time::Instant::now() + options.total_timeout).min(call_deadline);
