@@ -107,14 +107,16 @@ pub fn read_corpus_within(path: Option<&Path>, max_bytes: u64) -> Result<CorpusB
         .map_err(error)?
         .starts_with(&[0x1f, 0x8b]);
     // Decompressed as it is read: the compressed bytes are never held whole beside the JSON
-    // Lines, which are bounded as they come.
+    // Lines, which are bounded as they come (and so is what is reserved for them).
     let mut jsonl = Vec::with_capacity(if gzip {
-        reported.saturating_mul(4).min(1 << 30) as usize
+        reported.saturating_mul(4).min(1 << 30).min(max_bytes) as usize
     } else {
         reported as usize
     });
     let read = if gzip {
-        flate2::read::GzDecoder::new(file)
+        // Every member (`cat a.gz b.gz`, bgzip's blocks), to the end of the file: bytes after
+        // the last member that are no gzip member are an error, not ignored.
+        flate2::read::MultiGzDecoder::new(file)
             .take(max_bytes + 1)
             .read_to_end(&mut jsonl)
     } else {
@@ -231,6 +233,29 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    /// A gzip corpus of several members (`cat a.gz b.gz`, bgzip) is read whole, every member's
+    /// documents; bytes after the last member that are not gzip are refused, not ignored.
+    #[test]
+    fn every_member_of_a_gzip_corpus_is_read_and_nothing_after_them_is_ignored() {
+        use std::io::Write;
+        let tmp = tempfile::tempdir().unwrap();
+        let member = |jsonl: &str| {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(jsonl.as_bytes()).unwrap();
+            encoder.finish().unwrap()
+        };
+        let a = r#"{"id":"a","title":"A","text":"first member"}"#.to_owned() + "\n";
+        let b = r#"{"id":"b","title":"B","text":"second member"}"#.to_owned() + "\n";
+        let path = tmp.path().join("two.jsonl.gz");
+        std::fs::write(&path, [member(&a), member(&b)].concat()).unwrap();
+        let read = read_corpus_within(Some(&path), 1 << 20).unwrap();
+        assert_eq!(read.jsonl, format!("{a}{b}").as_bytes());
+        let trailing = tmp.path().join("trailing.jsonl.gz");
+        std::fs::write(&trailing, [member(&a), b"not gzip".to_vec()].concat()).unwrap();
+        assert!(read_corpus_within(Some(&trailing), 1 << 20).is_err());
     }
 
     /// The bound on the JSON Lines holds for a gzip file however small it is: a "bomb" that
