@@ -101,6 +101,56 @@ pub fn read_corpus_within(path: Option<&Path>, max_bytes: u64) -> Result<CorpusB
         Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(too_large()),
         opened => opened.map_err(error)?,
     };
+    read_regular(file, path, max_bytes)
+}
+
+/// [`read_corpus_within`] of a file already opened (`opened`: the open's outcome) that `path`
+/// names — an admin swap opens under its root and reads only through what it opened.
+pub fn read_corpus_from(
+    opened: std::io::Result<std::fs::File>,
+    path: &Path,
+    max_bytes: u64,
+) -> Result<CorpusBytes, CorpusError> {
+    let max_bytes = max_bytes.min(MAX_CORPUS_BYTES);
+    let error = |source| CorpusError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = opened.map_err(error)?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(CorpusError::NotACorpus {
+            path: path.to_owned(),
+            folder: true,
+        });
+    }
+    let file = match RegularFile::of(file, max_bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            return Err(CorpusError::TooLarge {
+                limit_mib: max_bytes >> 20,
+            });
+        }
+        opened => opened.map_err(error)?,
+    };
+    read_regular(file, path, max_bytes)
+}
+
+/// A corpus file, opened: its JSON Lines (decompressed if gzip), within `max_bytes`.
+fn read_regular(
+    file: RegularFile,
+    path: &Path,
+    max_bytes: u64,
+) -> Result<CorpusBytes, CorpusError> {
+    let too_large = || CorpusError::TooLarge {
+        limit_mib: max_bytes >> 20,
+    };
+    let error = |source| CorpusError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let not_a_corpus = |folder| CorpusError::NotACorpus {
+        path: path.to_owned(),
+        folder,
+    };
     let reported = file.len();
     let mut file = std::io::BufReader::new(file);
     let gzip = std::io::BufRead::fill_buf(&mut file)

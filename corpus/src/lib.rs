@@ -29,7 +29,7 @@ pub mod testing;
 
 pub use document::{
     CorpusBytes, DEFAULT_KIND, Document, EMBEDDED_CORPUS_NAME, MAX_CORPUS_BYTES, load_documents,
-    read_corpus, read_corpus_within,
+    read_corpus, read_corpus_from, read_corpus_within,
 };
 pub use error::CorpusError;
 pub use index::{CorpusIndex, IndexOrigin};

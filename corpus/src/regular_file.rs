@@ -33,6 +33,14 @@ impl RegularFile {
                 .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
                 .open(path)?
         };
+        Self::of(file, max)
+    }
+
+    /// A file opened already (by a caller that checked where it opened it: an admin swap opens
+    /// under its root, then reads only through that descriptor), if it is a regular file of at
+    /// most `max` bytes.
+    pub fn of(file: File, max: u64) -> io::Result<Self> {
+        let not_regular = || io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
         let metadata = file.metadata()?;
         if !metadata.is_file() {
             return Err(not_regular());

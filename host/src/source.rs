@@ -71,6 +71,20 @@ impl PluginSource {
     }
 }
 
+/// The component in `file`, opened already for `path` (an admin swap opens under its root and
+/// reads only through what it opened): a regular file of at most [`MAX_PLUGIN_BYTES`].
+pub(crate) fn read_opened(
+    path: &std::path::Path,
+    file: std::io::Result<std::fs::File>,
+) -> Result<Vec<u8>, PluginError> {
+    file.and_then(|file| turnstile_corpus::RegularFile::of(file, MAX_PLUGIN_BYTES))
+        .and_then(turnstile_corpus::RegularFile::read_all)
+        .map_err(|source| PluginError::Read {
+            path: path.to_owned(),
+            source,
+        })
+}
+
 /// sha256 of `bytes`, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

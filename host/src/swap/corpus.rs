@@ -13,7 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use turnstile_corpus::{CorpusError, CorpusIndex, CorpusPool, read_corpus_within};
+use turnstile_corpus::{
+    CorpusError, CorpusIndex, CorpusPool, read_corpus_from, read_corpus_within,
+};
+
+use super::reading::{open_and_read, too_slow};
 
 use super::bounds::{MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
 use super::error::{CorpusSwapError, SwapOutcome};
@@ -91,20 +95,35 @@ impl HotSwap {
         let expected = trigger
             .expected(pinned_at_start.clone())
             .map_err(|pinned| CorpusSwapError::PinRequired { pinned })?;
-        let path = match path {
-            Some(path) => Some(
-                trigger
-                    .confine(&self.roots, &path)
-                    .map_err(CorpusSwapError::NotAllowed)?,
-            ),
-            None => None,
+        let refused = |e: CorpusError| match e {
+            CorpusError::TooLarge { .. } => CorpusSwapError::TooLarge(e),
+            CorpusError::NotACorpus { .. } => CorpusSwapError::Invalid(e),
+            other => CorpusSwapError::Unreadable(other),
         };
-        let corpus =
-            read_corpus_within(path.as_deref(), self.corpus_max_bytes).map_err(|e| match e {
-                CorpusError::TooLarge { .. } => CorpusSwapError::TooLarge(e),
-                CorpusError::NotACorpus { .. } => CorpusSwapError::Invalid(e),
-                other => CorpusSwapError::Unreadable(other),
-            })?;
+        // Read (and then hashed) only through what was opened under the roots.
+        let (path, corpus) = match path {
+            Some(path) => {
+                let max = self.corpus_max_bytes;
+                let read = open_and_read(&trigger, &self.roots, &path, move |opened| {
+                    let corpus = read_corpus_from(opened.file, &opened.path, max);
+                    (opened.path, corpus)
+                })
+                .map_err(CorpusSwapError::NotAllowed)?;
+                match read {
+                    Ok((path, corpus)) => (Some(path), corpus.map_err(refused)?),
+                    Err(path) => {
+                        return Err(CorpusSwapError::Unreadable(CorpusError::Read {
+                            path,
+                            source: too_slow(),
+                        }));
+                    }
+                }
+            }
+            None => (
+                None,
+                read_corpus_within(None, self.corpus_max_bytes).map_err(refused)?,
+            ),
+        };
         let actual = sha256_hex(&corpus.jsonl);
         if let Some(expected) = &expected
             && actual != expected.as_str()

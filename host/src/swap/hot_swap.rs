@@ -1,12 +1,12 @@
 //! [`HotSwap`]: what every swap shares — the slot, the engines, the pins, the counts of
 //! candidates being checked — and the rules both kinds of swap follow ([`Trigger`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::bounds::MAX_CANDIDATES_CHECKED;
 use super::observer::SwapObserver;
-use super::roots::{Confinement, SwapRoots};
+use super::roots::SwapRoots;
 use crate::capabilities::outbound::{Credentials, Origins};
 use crate::{
     PluginConfig, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions, Secrets, Sha256Hex,
@@ -48,15 +48,6 @@ impl Trigger {
             ) => Ok(Some(given.clone())),
             (Self::Admin { sha256: None }, Some(pinned)) => Err(pinned),
             (Self::Admin { sha256: None }, None) => Ok(None),
-        }
-    }
-
-    /// The file a swap under this trigger reads for `path`: an admin swap's only under
-    /// `roots` (resolved), a reload's — the operator's own configuration — as it is.
-    pub(super) fn confine(&self, roots: &SwapRoots, path: &Path) -> Result<PathBuf, Confinement> {
-        match self {
-            Self::Reload => Ok(path.to_owned()),
-            Self::Admin { .. } => roots.confine(path),
         }
     }
 }

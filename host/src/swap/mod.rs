@@ -19,6 +19,7 @@ mod error;
 mod hot_swap;
 mod observer;
 mod plugin;
+mod reading;
 mod roots;
 
 pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
@@ -27,4 +28,5 @@ pub use error::{CorpusSwapError, SwapError, SwapOutcome};
 pub use hot_swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapSettings, Trigger};
 pub use observer::SwapObserver;
 pub use plugin::Swapped;
-pub use roots::{Confinement, RootError, SwapRoots};
+pub use reading::SWAP_READ_DEADLINE;
+pub use roots::{Confinement, Opened, RootError, SwapRoots, unsafe_root};

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::error::{SwapError, SwapOutcome};
 use super::hot_swap::{Checking, HotSwap, SwapSettings, Trigger};
+use super::reading::{open_and_read, too_slow};
 use crate::conformance::{Check, smoke};
+use crate::source::read_opened;
 use crate::{Generation, Plugin, PluginError, PluginRuntime, PluginSource, Provision};
 
 /// A completed swap.
@@ -97,15 +99,29 @@ impl HotSwap {
             PluginError::Read { .. } => SwapError::Unreadable(e),
             other => SwapError::Incompatible(other),
         };
-        let source = match source {
-            PluginSource::File(path) => PluginSource::File(
-                trigger
-                    .confine(&self.roots, &path)
-                    .map_err(SwapError::NotAllowed)?,
-            ),
-            embedded => embedded,
+        // Read (and then hashed) only through what was opened under the roots.
+        let (source, bytes) = match source {
+            PluginSource::File(path) => {
+                let read = open_and_read(&trigger, &self.roots, &path, |opened| {
+                    let bytes = read_opened(&opened.path, opened.file);
+                    (opened.path, bytes)
+                })
+                .map_err(SwapError::NotAllowed)?;
+                match read {
+                    Ok((path, bytes)) => (PluginSource::File(path), bytes.map_err(refused)?),
+                    Err(path) => {
+                        return Err(refused(PluginError::Read {
+                            path,
+                            source: too_slow(),
+                        }));
+                    }
+                }
+            }
+            embedded => {
+                let bytes = embedded.read().map_err(refused)?.into_owned();
+                (embedded, bytes)
+            }
         };
-        let bytes = source.read().map_err(refused)?;
         let actual = crate::sha256_hex(&bytes);
         if let Some(expected) = expected_sha256
             && actual != expected.as_str()

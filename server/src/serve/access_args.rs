@@ -43,15 +43,29 @@ impl AccessArgs {
         }
     }
 
-    /// The swap roots: those given, and the directories of the configured files.
+    /// The swap roots: those given (each unsafe one warned about: the operator named it), and
+    /// the directories of the configured files — those that are safe: `/` or a directory other
+    /// users can write to (`/tmp`, where `--corpus /tmp/c.jsonl` would make a root) is never
+    /// implied, and a warning says so.
     pub fn swap_roots<'a>(&self, configured: impl IntoIterator<Item = &'a Path>) -> Vec<PathBuf> {
         let mut roots = self.swap_root.clone();
+        for dir in &self.swap_root {
+            if let Some(why) = turnstile_host::swap::unsafe_root(dir) {
+                tracing::warn!(root = %dir.display(), "--swap-root names a directory where {why}: admin swaps read from it as named");
+            }
+        }
         for file in configured {
             let dir = file
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            roots.push(dir.to_owned());
+            match turnstile_host::swap::unsafe_root(dir) {
+                Some(why) => tracing::warn!(
+                    dir = %dir.display(),
+                    "not a swap root, as {why}: name it with --swap-root to swap from it"
+                ),
+                None => roots.push(dir.to_owned()),
+            }
         }
         roots
     }
