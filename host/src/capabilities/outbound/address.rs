@@ -72,18 +72,24 @@ pub struct AddressRefused {
     pub host: String,
 }
 
-/// Resolves names for the connection pool, keeping only the addresses a grant covers: every
-/// address of a name granted literally, only public ones otherwise.
+/// Resolves names for the connection pool (off the workers' pool, within the connect timeout:
+/// `super::lookups`), keeping only the addresses a grant covers: every address of a name granted
+/// literally, only public ones otherwise.
 #[derive(Clone)]
 pub struct GuardedResolver {
     literal: Arc<HashSet<String>>,
+    within: std::time::Duration,
 }
 
 impl GuardedResolver {
-    /// A resolver for a plugin whose literal grants name `literal`.
-    pub fn new<'a>(literal: impl IntoIterator<Item = &'a str>) -> Self {
+    /// A resolver for a plugin whose literal grants name `literal`, each lookup within `within`.
+    pub fn new<'a>(
+        literal: impl IntoIterator<Item = &'a str>,
+        within: std::time::Duration,
+    ) -> Self {
         Self {
             literal: Arc::new(literal.into_iter().map(str::to_owned).collect()),
+            within,
         }
     }
 }
@@ -102,11 +108,16 @@ impl tower_service::Service<Name> for GuardedResolver {
 
     fn call(&mut self, name: Name) -> Self::Future {
         let literal = Arc::clone(&self.literal);
+        let within = self.within;
         Box::pin(async move {
             let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
-            let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let found = super::lookups::lookup(&host, within).await?;
             let any = literal.contains(&host);
-            let kept: Vec<SocketAddr> = found.filter(|a| any || is_public(a.ip())).collect();
+            let kept: Vec<SocketAddr> = found
+                .into_iter()
+                .filter(|ip| any || is_public(*ip))
+                .map(|ip| SocketAddr::new(ip, 0))
+                .collect();
             if kept.is_empty() {
                 return Err(std::io::Error::other(AddressRefused { host }));
             }
@@ -156,13 +167,13 @@ mod tests {
     async fn a_name_that_resolves_to_loopback_is_refused_unless_granted_literally() {
         use tower_service::Service;
         let name: Name = "localhost".parse().unwrap();
-        let mut guarded = GuardedResolver::new([]);
+        let mut guarded = GuardedResolver::new([], std::time::Duration::from_secs(5));
         let refused = guarded.call(name.clone()).await.unwrap_err();
         assert!(
             refused.get_ref().is_some_and(|e| e.is::<AddressRefused>()),
             "{refused}"
         );
-        let mut literal = GuardedResolver::new(["localhost"]);
+        let mut literal = GuardedResolver::new(["localhost"], std::time::Duration::from_secs(5));
         let addrs: Vec<SocketAddr> = literal.call(name).await.unwrap().collect();
         assert!(addrs.iter().all(|a| a.ip().is_loopback()) && !addrs.is_empty());
     }

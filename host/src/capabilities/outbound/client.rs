@@ -38,8 +38,10 @@ impl OutboundClient {
         connect_timeout: Duration,
         max_per_origin: usize,
     ) -> Result<Self, ClientError> {
-        let mut http =
-            HttpConnector::new_with_resolver(GuardedResolver::new(origins.literal_names()));
+        let mut http = HttpConnector::new_with_resolver(GuardedResolver::new(
+            origins.literal_names(),
+            connect_timeout,
+        ));
         http.enforce_http(false);
         http.set_connect_timeout(Some(connect_timeout));
         http.set_nodelay(true);

@@ -12,6 +12,7 @@ mod credentials;
 mod grant;
 mod hooks;
 mod http;
+mod lookups;
 mod options;
 mod origins;
 mod probe;
