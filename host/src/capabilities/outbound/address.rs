@@ -4,11 +4,9 @@
 //! very name ([`super::origins::OriginGrant::is_literal`]). The check is in the resolver the
 //! connection pool uses, so no connect can skip it.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use hyper_util::client::legacy::connect::dns::Name;
@@ -72,23 +70,21 @@ pub struct AddressRefused {
     pub host: String,
 }
 
-/// Resolves names for the connection pool (off the workers' pool, within the connect timeout:
-/// `super::lookups`), keeping only the addresses a grant covers: every address of a name granted
-/// literally, only public ones otherwise.
+/// Resolves names for a connection pool (off the workers' pool, within the connect timeout:
+/// `super::lookups`), keeping only the addresses a grant covers: every address for the pool of
+/// requests a literal grant covers, public ones only for the other.
 #[derive(Clone)]
 pub struct GuardedResolver {
-    literal: Arc<HashSet<String>>,
+    any_address: bool,
     within: std::time::Duration,
 }
 
 impl GuardedResolver {
-    /// A resolver for a plugin whose literal grants name `literal`, each lookup within `within`.
-    pub fn new<'a>(
-        literal: impl IntoIterator<Item = &'a str>,
-        within: std::time::Duration,
-    ) -> Self {
+    /// A resolver keeping any address (`any_address`) or public ones only, each lookup within
+    /// `within`.
+    pub fn new(any_address: bool, within: std::time::Duration) -> Self {
         Self {
-            literal: Arc::new(literal.into_iter().map(str::to_owned).collect()),
+            any_address,
             within,
         }
     }
@@ -107,12 +103,10 @@ impl tower_service::Service<Name> for GuardedResolver {
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        let literal = Arc::clone(&self.literal);
-        let within = self.within;
+        let (any, within) = (self.any_address, self.within);
         Box::pin(async move {
             let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
             let found = super::lookups::lookup(&host, within).await?;
-            let any = literal.contains(&host);
             let kept: Vec<SocketAddr> = found
                 .into_iter()
                 .filter(|ip| any || is_public(*ip))
@@ -167,13 +161,13 @@ mod tests {
     async fn a_name_that_resolves_to_loopback_is_refused_unless_granted_literally() {
         use tower_service::Service;
         let name: Name = "localhost".parse().unwrap();
-        let mut guarded = GuardedResolver::new([], std::time::Duration::from_secs(5));
+        let mut guarded = GuardedResolver::new(false, std::time::Duration::from_secs(5));
         let refused = guarded.call(name.clone()).await.unwrap_err();
         assert!(
             refused.get_ref().is_some_and(|e| e.is::<AddressRefused>()),
             "{refused}"
         );
-        let mut literal = GuardedResolver::new(["localhost"], std::time::Duration::from_secs(5));
+        let mut literal = GuardedResolver::new(true, std::time::Duration::from_secs(5));
         let addrs: Vec<SocketAddr> = literal.call(name).await.unwrap().collect();
         assert!(addrs.iter().all(|a| a.ip().is_loopback()) && !addrs.is_empty());
     }

@@ -62,6 +62,8 @@ pub(super) struct Admitted {
     pub(super) origin: String,
     /// The grant, as written: the request's label.
     pub(super) label: String,
+    /// Whether that grant names the host outright (then any address of it may be reached).
+    pub(super) literal: bool,
 }
 
 impl OutboundHooks {
@@ -119,6 +121,7 @@ impl OutboundHooks {
             Some(grant) => Ok(Admitted {
                 origin: dialled(scheme, &host, port),
                 label: grant.as_str().to_owned(),
+                literal: grant.is_literal(),
             }),
             None => Err((shown, OutboundOutcome::Denied, NO_GRANT)),
         }
@@ -262,7 +265,7 @@ impl WasiHttpHooks for OutboundHooks {
             let headers_by = (connect + first_byte)
                 .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
             let sent = tokio::select! {
-                sent = tokio::time::timeout(headers_by, client.client.request(request)) => sent,
+                sent = tokio::time::timeout(headers_by, client.for_grant(admitted.literal).request(request)) => sent,
                 _ = client_link.left() => {
                     // Dropping the request closes its connection: the upstream sees it go.
                     finish.set_outcome(OutboundOutcome::Cancelled);

@@ -344,14 +344,6 @@ impl Origins {
             .iter()
             .find(|g| !wider.grants.iter().any(|w| g.is_within(w)))
     }
-
-    /// The names granted literally: they may resolve to any address.
-    pub fn literal_names(&self) -> impl Iterator<Item = &str> {
-        self.grants.iter().filter_map(|g| match &g.host {
-            Host::Name(name) => Some(name.as_str()),
-            _ => None,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -496,10 +488,6 @@ mod tests {
             origins
                 .covering(Scheme::Http, &name("169.254.169.254"), 80)
                 .is_none()
-        );
-        assert_eq!(
-            origins.literal_names().collect::<Vec<_>>(),
-            ["api.example.com"]
         );
         assert!(
             Origins::none()
