@@ -198,6 +198,9 @@ impl WasiHttpHooks for OutboundHooks {
             guest.and_then(|o| o.between_bytes_timeout),
             options.between_bytes_timeout,
         );
+        let guest_bounded = connect < options.connect_timeout
+            || first_byte < options.first_byte_timeout
+            || between_bytes < options.between_bytes_timeout;
         let Some(client) = self.grant.client.clone() else {
             // No client: every request is denied (conformance work), whatever the grants say.
             self.reporter.refused(
@@ -256,6 +259,9 @@ impl WasiHttpHooks for OutboundHooks {
                 }
             };
             let finish = reporter.start(&admitted.label);
+            if guest_bounded {
+                finish.guest_bounded();
+            }
             let request = request.map(|body| {
                 CappedRequest::new(body, options.max_request_bytes, finish.clone(), connect)
             });

@@ -208,6 +208,7 @@ impl Reporter {
             bytes_out: AtomicU64::new(0),
             bytes_in: AtomicU64::new(0),
             done: AtomicBool::new(false),
+            guest_bounded: AtomicBool::new(false),
         }))
     }
 }
@@ -225,6 +226,9 @@ struct Finishing {
     bytes_out: AtomicU64,
     bytes_in: AtomicU64,
     done: AtomicBool,
+    /// The guest asked for a shorter timeout than the host's: a timeout is its own choice, no
+    /// word from the backend.
+    guest_bounded: AtomicBool,
 }
 
 impl Finish {
@@ -241,6 +245,12 @@ impl Finish {
     /// A failure that is no load signal (401/403, another 4xx or 5xx, no connection).
     pub fn fail(&self, kind: FailureKind) {
         tally(&self.0.reporter.tally, |t| t.failure = Some(kind));
+    }
+
+    /// The guest shortened one of the host's timeouts for this request: its timeout is no
+    /// backend signal.
+    pub fn guest_bounded(&self) {
+        self.0.guest_bounded.store(true, Ordering::Relaxed);
     }
 
     /// Request body bytes sent.
@@ -278,7 +288,7 @@ impl Finishing {
         if outcome == OutboundOutcome::Cancelled {
             tally(&self.reporter.tally, |t| t.cancelled += 1);
         }
-        if outcome == OutboundOutcome::Timeout {
+        if outcome == OutboundOutcome::Timeout && !self.guest_bounded.load(Ordering::Relaxed) {
             tally(&self.reporter.tally, |t| {
                 t.signal = Some(UpstreamSignal {
                     kind: SignalKind::Timeout,
