@@ -246,6 +246,11 @@ pub fn headers(data: &[u8]) {
 fn host_header(flag: Option<&str>, given: Option<&str>) {
     use crate::http::{AllowedHosts, parse_allowed_host};
     let loopback = AllowedHosts::from_flags(&[], true);
+    // Only a well-formed host is ever allowed (`[::1]junk`, `localhost:junk` never are).
+    assert!(
+        !loopback.allows(given) || given.and_then(well_formed_host).is_some(),
+        "{given:?} allowed, though no well-formed host"
+    );
     if loopback.allows(given)
         && let Some(name) = given.and_then(well_formed_host)
     {

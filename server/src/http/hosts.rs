@@ -41,26 +41,42 @@ impl AllowedHosts {
             Self::Any => true,
             Self::Loopback => host.is_some_and(is_loopback_host),
             Self::Names(names) => host
-                .map(name)
+                .and_then(name)
                 .is_some_and(|given| names.iter().any(|n| n.eq_ignore_ascii_case(given))),
         }
     }
 }
 
-/// `host` without its port and brackets: `[::1]:8080` → `::1`, `example.com:80` → `example.com`.
-fn name(host: &str) -> &str {
-    match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    }
+/// `host` without its port and brackets: `[::1]:8080` → `::1`, `example.com:80` → `example.com`;
+/// `None` when it is no `name[:port]` or `[address][:port]` (`[::1]junk`, `localhost:junk`, an
+/// empty name, a port that is no number of 1 to 65535): such a host names nothing allowed.
+fn name(host: &str) -> Option<&str> {
+    let port_ok = |port: &str| port.parse::<u16>().is_ok_and(|p| p > 0);
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => {
+            let (address, after) = rest.split_once(']')?;
+            address.parse::<std::net::Ipv6Addr>().ok()?;
+            let port = match after {
+                "" => None,
+                after => Some(after.strip_prefix(':')?),
+            };
+            (address, port)
+        }
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    (!name.is_empty() && port.is_none_or(port_ok)).then_some(name)
 }
 
 /// Whether `host` (perhaps with a port) names a loopback host: `localhost`, `127.0.0.0/8` or
 /// `[::1]`.
 pub(super) fn is_loopback_host(host: &str) -> bool {
-    let name = name(host);
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    name(host).is_some_and(|name| {
+        name.eq_ignore_ascii_case("localhost")
+            || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 /// A `--allowed-host` value: a host name, an IP address (IPv6 in brackets or not), or `*`.
@@ -113,6 +129,13 @@ mod tests {
             "10.0.0.1",
             "localhost.evil.example",
             "",
+            "[::1]junk",
+            "[::1]:junk",
+            "localhost:junk",
+            "localhost:0",
+            "localhost:70000",
+            "localhost:80:80",
+            "::1",
         ] {
             assert!(!hosts.allows(Some(host)), "{host}");
         }
