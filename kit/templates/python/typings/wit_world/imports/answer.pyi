@@ -12,6 +12,10 @@ tells the client the sources before the answer's first token; `finish` says how 
 ended and what it cost. A client that stops reading makes `append` and `cite` fail with
 `client-gone` (and the host cancels the call's outbound requests): return then — the call,
 and the slot it holds, end when `retrieve` returns.
+
+An answer is untrusted text: a model's words, shaped by the question and by the documents
+it read (which can carry instructions of their own). The host bounds it and passes it on as
+text; a client shows it as text (escaped), never as markup or code to run.
 """
 from typing import TypeVar, Generic, Union, Optional, Protocol, Tuple, List, Any, Self, Callable
 from types import TracebackType
