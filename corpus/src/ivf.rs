@@ -781,8 +781,10 @@ mod tests {
         );
         for q in &queries {
             let truth = exact(&values, dims, q, k);
-            let found = file.candidates(q, PROBES, 2 * k + 20);
-            assert!(found.len() <= 2 * k + 20);
+            // As many candidates as the server scores exactly: `k + 10`, not more.
+            let wanted = crate::vectors::rescored(k);
+            let found = file.candidates(q, PROBES, wanted);
+            assert!(found.len() <= wanted);
             hits += truth.iter().filter(|t| found.contains(t)).count();
             total += k;
         }
