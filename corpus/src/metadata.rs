@@ -63,6 +63,19 @@ pub fn check_url(url: &str) -> Result<(), String> {
     if url.is_empty() || url.len() > MAX_URL_BYTES {
         return Err(format!("url must be 1..={MAX_URL_BYTES} bytes"));
     }
+    // A renderer decodes character references in a link (Markdown's and HTML's both):
+    // `javascript&#58;…` is `javascript:…` there. The url is judged as it will be read.
+    if url.contains('&') {
+        let decoded = decode_references(url);
+        if decoded != url {
+            return check_decoded(&decoded);
+        }
+    }
+    check_decoded(url)
+}
+
+/// [`check_url`] of a url with no character reference left to decode.
+fn check_decoded(url: &str) -> Result<(), String> {
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("url must have no white space or control characters".to_owned());
     }
@@ -82,6 +95,58 @@ pub fn check_url(url: &str) -> Result<(), String> {
         }
         Some(_) => Err("url must be http, https or relative (no other scheme)".to_owned()),
     }
+}
+
+/// `url` with its HTML character references decoded — numeric (`&#58;`, `&#x3A;`, with or
+/// without the `;`) and the named ones that can make a scheme or hide one (`&colon;`, `&Tab;`,
+/// `&NewLine;`, `&sol;`, `&quest;`, `&num;`, `&amp;`) — as a Markdown or HTML renderer reads it.
+fn decode_references(url: &str) -> String {
+    const NAMED: [(&str, char); 7] = [
+        ("colon", ':'),
+        ("tab", '\t'),
+        ("newline", '\n'),
+        ("sol", '/'),
+        ("quest", '?'),
+        ("num", '#'),
+        ("amp", '&'),
+    ];
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let numeric = after.strip_prefix('#').and_then(|digits| {
+            let (radix, digits) = match digits.strip_prefix(['x', 'X']) {
+                Some(hex) => (16, hex),
+                None => (10, digits),
+            };
+            let len = digits.chars().take_while(|c| c.is_digit(radix)).count();
+            let value = u32::from_str_radix(&digits[..len.min(8)], radix).ok()?;
+            let consumed = after.len() - digits.len() + len;
+            let consumed = consumed + usize::from(after[consumed..].starts_with(';'));
+            Some((char::from_u32(value).unwrap_or('\u{FFFD}'), consumed))
+        });
+        let named = || {
+            NAMED.iter().find_map(|(name, c)| {
+                let end = after.find(';')?;
+                after[..end]
+                    .eq_ignore_ascii_case(name)
+                    .then_some((*c, end + 1))
+            })
+        };
+        match numeric.or_else(named) {
+            Some((c, consumed)) => {
+                out.push(c);
+                rest = &after[consumed..];
+            }
+            None => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The scheme of `url` (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`, then `:`,
@@ -160,6 +225,8 @@ mod tests {
             "?page=2",
             "../up.md",
             "//cdn.example.com/x",
+            "search?q=a&b=c",
+            "/a&amp;b",
         ] {
             assert_eq!(check_url(good), Ok(()), "{good}");
         }
@@ -176,6 +243,12 @@ mod tests {
             "has space.html",
             "tab\there",
             "line\nbreak",
+            "javascript&#58;alert(1)",
+            "javascript&#x3A;alert(1)",
+            "javascript&#0000058alert(1)",
+            "javascript&colon;alert(1)",
+            "java&Tab;script:alert(1)",
+            "data&#58;text/html,x",
         ] {
             assert!(check_url(bad).is_err(), "{bad:?}");
         }
