@@ -20,11 +20,24 @@ pub(crate) fn flat(value: Value) -> Option<Value> {
 /// there is one. `Err` when it would pass the corpus's bound.
 pub(crate) fn document_url(base: Option<&str>, id_path: &str) -> Result<String, String> {
     let mut url = String::new();
-    if let Some(base) = base {
-        url.push_str(base.trim_end_matches('/'));
-        url.push('/');
+    let path = id_path.trim_start_matches('/');
+    match base {
+        Some(base) => {
+            url.push_str(base.trim_end_matches('/'));
+            url.push('/');
+        }
+        // A relative reference whose first segment has a `:` (`Help:Contents.html`,
+        // `std::vec.md`) would read as a scheme: `./` before it keeps it a path (RFC 3986, 4.2).
+        None if path
+            .split('/')
+            .next()
+            .is_some_and(|first| first.contains(':')) =>
+        {
+            url.push_str("./");
+        }
+        None => {}
     }
-    encode(&mut url, id_path.trim_start_matches('/'), "/");
+    encode(&mut url, path, "/");
     check_url(&url).map_err(|why| format!("its url: {why}"))?;
     Ok(url)
 }
@@ -117,6 +130,17 @@ mod tests {
             "https://h.example/a%23b%3F.md"
         );
         assert!(document_url(Some("https://h.example"), &"ü".repeat(400)).is_err());
+        // A file named like a scheme is still a file.
+        assert_eq!(
+            document_url(None, "Help:Contents.html").unwrap(),
+            "./Help:Contents.html"
+        );
+        assert_eq!(document_url(None, "std::vec.md").unwrap(), "./std::vec.md");
+        assert_eq!(document_url(None, "a/b:c.md").unwrap(), "a/b:c.md");
+        assert_eq!(
+            document_url(Some("https://h.example"), "Help:Contents.html").unwrap(),
+            "https://h.example/Help:Contents.html"
+        );
         assert_eq!(with_fragment("a.md", "refunds"), "a.md#refunds");
         let front = |base: Option<&str>, url: &str| front_matter_url(base, url.to_owned());
         let base = Some("https://docs.example.com/help/");
