@@ -65,6 +65,23 @@ fn html_of_100_000_nested_divs() {
     }
 }
 
+/// 16 MiB of elements that each mark themselves the main content (`<i role=main>`), one after
+/// another: the main-content finder answers in one pass over them (it compared each with every
+/// other: hours). Timed, never asserted: `--nocapture` prints it.
+#[test]
+fn html_of_a_million_marked_main_regions() {
+    let run = "<i role=main>x</i>";
+    let source = format!(
+        "<html><body>{}</body></html>",
+        run.repeat((16 << 20) / run.len())
+    );
+    let document = scraper::Html::parse_document(&source);
+    let content = timed("html, 16 MiB of <i role=main>: main content", || {
+        crate::main_content::Content::of(&document)
+    });
+    assert!(!content.mostly_links(&document));
+}
+
 /// 100,000 nested block quotes, and 100,000 nested list items, each around one word: one
 /// section of that word.
 #[test]
