@@ -11,15 +11,79 @@ use tempfile::NamedTempFile;
 /// A new temporary file beside `out`, named `.NAME.XXXXXX.partial` (hidden: a later build of
 /// that folder passes over it), with the permissions a newly created file gets (`0666` less the
 /// umask), as the output had when it was written in place. It is removed when dropped, unless
-/// [`persist`] renamed it.
+/// [`persist`] renamed it; while it is open it holds an exclusive lock (`flock`), which tells a
+/// later build that it is being written. Temporaries of `out` a killed build left behind are
+/// removed first ([`remove_stale`]).
 pub(crate) fn temporary_beside(out: &Path) -> std::io::Result<NamedTempFile> {
     use std::os::unix::fs::PermissionsExt;
     let name = out.file_name().unwrap_or_default().to_string_lossy();
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".partial")
+    let prefix = format!(".{name}.");
+    remove_stale(directory_of(out), &prefix);
+    let tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .rand_bytes(RANDOM_CHARS)
+        .suffix(SUFFIX)
         .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(directory_of(out))
+        .tempfile_in(directory_of(out))?;
+    tmp.as_file().lock()?;
+    Ok(tmp)
+}
+
+/// The temporaries' random part, in characters (alphanumeric).
+const RANDOM_CHARS: usize = 6;
+
+const SUFFIX: &str = ".partial";
+
+/// How long a temporary must have gone unwritten before a build takes it for a killed build's:
+/// a build writes its temporary continuously, and locks it the moment it is created, so the age
+/// only guards the instant between the two.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the temporaries named `PREFIX` + six alphanumerics + `.partial` in `dir` that no
+/// build holds (their lock is free: the process that wrote them is gone) and that went unwritten
+/// for [`STALE_AFTER`]. Best effort: what cannot be read or removed is left, and other files
+/// (another output's temporaries, the old shared `FILE.partial` name) are never touched.
+/// Returns how many were removed.
+pub(crate) fn remove_stale(dir: &Path, prefix: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let random = name
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix(SUFFIX));
+        let ours = random.is_some_and(|r| {
+            r.len() == RANDOM_CHARS && r.bytes().all(|b| b.is_ascii_alphanumeric())
+        });
+        if ours && is_stale(&entry.path()) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// A regular file (not a link), unwritten for [`STALE_AFTER`], whose lock is free.
+fn is_stale(path: &Path) -> bool {
+    let Ok(metadata) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let old = metadata
+        .modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age >= STALE_AFTER);
+    if !metadata.is_file() || !old {
+        return false;
+    }
+    // The lock is taken on this descriptor and dropped with it. (Should a link be swapped in
+    // meanwhile, what is removed is the link, never what it names.)
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    file.try_lock().is_ok()
 }
 
 /// Flushes `tmp` to disk, renames it over `out`, then flushes `out`'s directory so that the
@@ -105,6 +169,50 @@ mod tests {
                 "corpus.jsonl.partial"
             ]
         );
+    }
+
+    /// A killed build's temporary (unlocked, unwritten for a while) is removed by the next
+    /// build to that output; one a running build holds (locked), one just written, another
+    /// output's and a name of another shape are left alone.
+    #[test]
+    fn a_killed_builds_temporary_is_removed_by_the_next_build() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = source(tmp.path(), "alpha", 3, 20);
+        let out_dir = tmp.path().join("out");
+        std::fs::create_dir(&out_dir).unwrap();
+        let out = out_dir.join("corpus.jsonl");
+        let long_ago = std::time::SystemTime::now() - 2 * STALE_AFTER;
+        let plant = |name: &str, old: bool| {
+            let file = std::fs::File::create(out_dir.join(name)).unwrap();
+            if old {
+                file.set_modified(long_ago).unwrap();
+            }
+            file
+        };
+        drop(plant(".corpus.jsonl.k1ll3d.partial", true));
+        drop(plant(".corpus.jsonl.manifest.Dead01.partial", true));
+        let running = plant(".corpus.jsonl.Runnin.partial", true);
+        running.lock().unwrap();
+        drop(plant(".corpus.jsonl.JustNw.partial", false));
+        drop(plant(".other.jsonl.Stale1.partial", true));
+        drop(plant(".corpus.jsonl.toolong1.partial", true));
+        drop(plant("corpus.jsonl.partial", true));
+
+        build(&args(&src, &out), false).unwrap();
+        assert_eq!(
+            names_in(&out_dir),
+            [
+                ".corpus.jsonl.JustNw.partial",
+                ".corpus.jsonl.Runnin.partial",
+                ".corpus.jsonl.toolong1.partial",
+                ".other.jsonl.Stale1.partial",
+                "corpus.jsonl",
+                "corpus.jsonl.manifest",
+                "corpus.jsonl.partial",
+            ]
+        );
+        drop(running);
+        assert_eq!(remove_stale(&out_dir, ".corpus.jsonl."), 1);
     }
 
     /// Builds of two different sources to one output, at once, round after round: every build
