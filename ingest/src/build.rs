@@ -151,18 +151,25 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     }
     // Passages are sized by the shipped model's tokenizer: compiled in, so this fails only on a
     // broken build, and then before anything is read.
-    turnstile_embed::ShippedTokenizer::get().map_err(|e| {
+    let tokenizer = turnstile_embed::ShippedTokenizer::get().map_err(|e| {
         BuildError::Settings(format!("the embedding model that sizes passages: {e}"))
     })?;
+    let settings = manifest::settings(&args.shaping(), tokenizer.fingerprint());
     let mut inputs = Vec::new();
     let mut skipped = Vec::new();
     let prefixes = files::prefixes(&args.sources)
         .map_err(|(path, source)| BuildError::Source { path, source })?;
+    // The output as it is before this build (the last build's), if any: a source folder that
+    // holds it must not read it back.
+    let output = std::fs::metadata(&args.out)
+        .ok()
+        .map(|m| files::FileId::of(&m));
     for (source, prefix) in args.sources.iter().zip(&prefixes) {
-        let (found, passed) = files::find(source, prefix).map_err(|e| BuildError::Source {
-            path: source.clone(),
-            source: e,
-        })?;
+        let (found, passed) =
+            files::find(source, prefix, output).map_err(|e| BuildError::Source {
+                path: source.clone(),
+                source: e,
+            })?;
         inputs.extend(found);
         skipped.extend(passed);
     }
@@ -214,7 +221,7 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
         bad_rows_listed: Vec::new(),
         bar,
         converted: BTreeMap::new(),
-        reuse: Reuse::new(&args.out, args.full, &manifest::settings(&args.shaping())),
+        reuse: Reuse::new(&args.out, args.full, &settings),
     };
     let result = (|| {
         for at in 0..inputs.len() {
@@ -272,7 +279,6 @@ pub fn build(args: &BuildArgs, progress: bool) -> Result<Summary, BuildError> {
     durable::persist(partial, &args.out)
         .map_err(|(path, source)| BuildError::Write { path, source })?;
     let output_xxh3 = format!("{:032x}", writer.xxh3.digest128());
-    let settings = manifest::settings(&args.shaping());
     changes.manifest_not_written = manifest::write(
         &args.out,
         settings,

@@ -147,12 +147,34 @@ fn under(prefix: &str, name: String) -> String {
     }
 }
 
+/// A file as the file system knows it, whatever its name: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId(u64, u64);
+
+impl FileId {
+    pub fn of(metadata: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self(metadata.dev(), metadata.ino())
+    }
+}
+
 /// The files under `source`, in order, and what was passed over; their id paths start with
-/// `prefix` (its folder's place under the sources' root: [`prefixes`]).
-pub(crate) fn find(source: &Path, prefix: &str) -> std::io::Result<(Vec<Input>, Vec<Skipped>)> {
+/// `prefix` (its folder's place under the sources' root: [`prefixes`]). `output` is the file the
+/// build writes, if it exists: found under a source (by any name, a hard link too), it is passed
+/// over, never read back as input.
+pub(crate) fn find(
+    source: &Path,
+    prefix: &str,
+    output: Option<FileId>,
+) -> std::io::Result<(Vec<Input>, Vec<Skipped>)> {
     let (mut inputs, mut skipped) = (Vec::new(), Vec::new());
+    let is_output = |metadata: &std::fs::Metadata| output == Some(FileId::of(metadata));
     let metadata = std::fs::metadata(source)?;
     if metadata.is_file() {
+        if is_output(&metadata) {
+            skipped.push(skip(source, OWN_OUTPUT));
+            return Ok((inputs, skipped));
+        }
         let name = source
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -188,12 +210,19 @@ pub(crate) fn find(source: &Path, prefix: &str) -> std::io::Result<(Vec<Input>, 
             skipped.push(skip(path, "not a regular file"));
             continue;
         }
+        let metadata = entry.metadata().map_err(std::io::Error::other)?;
+        if is_output(&metadata) {
+            skipped.push(skip(path, OWN_OUTPUT));
+            continue;
+        }
         let id_path = under(prefix, id_path(path.strip_prefix(source).unwrap_or(path)));
-        let len = entry.metadata().map_err(std::io::Error::other)?.len();
-        consider(path, id_path, len, &mut inputs, &mut skipped);
+        consider(path, id_path, metadata.len(), &mut inputs, &mut skipped);
     }
     Ok((inputs, skipped))
 }
+
+/// Why the build's own output, found under a source, is not read.
+const OWN_OUTPUT: &str = "the build's own output (--out), not read back";
 
 fn consider(
     path: &Path,

@@ -319,3 +319,39 @@ fn ids_are_paths_from_the_sources_common_root() {
     .unwrap();
     assert_eq!(ids(&out), ["b/README.md", "a/deep/notes.txt"]);
 }
+
+/// An output inside a source folder is the build's own: the next build passes over it (by its
+/// identity, so a hard link to it too) instead of reading its lines back as a table.
+#[test]
+fn an_output_inside_its_source_is_never_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = docs(tmp.path(), 3);
+    let out = src.join("corpus.jsonl");
+    let first = build(&args(&src, &out), false).unwrap();
+    let written = ids(&out);
+    std::fs::hard_link(&out, src.join("guide/copy.jsonl")).unwrap();
+    for _ in 0..2 {
+        let again = build(&args(&src, &out), false).unwrap();
+        assert_eq!(again.passages, first.passages);
+        assert_eq!(ids(&out), written);
+        let own: Vec<_> = again
+            .skipped
+            .iter()
+            .filter(|s| s.why.contains("own output"))
+            .map(|s| s.path.strip_prefix(&src).unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            own,
+            [
+                PathBuf::from("corpus.jsonl"),
+                PathBuf::from("guide/copy.jsonl")
+            ]
+        );
+        // The next round's output is a new file (renamed over): link it again.
+        std::fs::remove_file(src.join("guide/copy.jsonl")).unwrap();
+        std::fs::hard_link(&out, src.join("guide/copy.jsonl")).unwrap();
+    }
+    // Given as the source itself, it is passed over too: nothing is left to read.
+    let error = build(&args(&out, &out), false).unwrap_err();
+    assert!(matches!(error, BuildError::Empty(_)), "{error}");
+}
