@@ -53,6 +53,7 @@ fn whole_text_tokenizer(json: &[u8]) -> Result<Tokenizer, EmbedError> {
 /// text in the model's tokens, as `corpus build` does, without embedding it.
 pub struct ShippedTokenizer {
     tokenizer: Tokenizer,
+    fingerprint: String,
 }
 
 impl ShippedTokenizer {
@@ -61,9 +62,18 @@ impl ShippedTokenizer {
         static SHIPPED: OnceLock<Result<ShippedTokenizer, EmbedError>> = OnceLock::new();
         SHIPPED
             .get_or_init(|| {
-                whole_text_tokenizer(SHIPPED_TOKENIZER).map(|tokenizer| Self { tokenizer })
+                whole_text_tokenizer(SHIPPED_TOKENIZER).map(|tokenizer| Self {
+                    tokenizer,
+                    fingerprint: hex::encode(Sha256::digest(SHIPPED_TOKENIZER)),
+                })
             })
             .as_ref()
+    }
+
+    /// The sha256 (hex) of the tokenizer's whole definition (normalizer, pre-tokenizer,
+    /// vocabulary): another tokenizer may count other tokens, so cut other passages.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// How many tokens [`Embedder::tokens`] of the shipped model gives for `text`.

@@ -40,10 +40,11 @@ pub fn path_of(out: &Path) -> PathBuf {
 }
 
 /// The settings that shape passages as one hash (hex): `shaping` (every flag of `corpus
-/// build` that may change what a file gives, described by `BuildArgs::shaping`) and
-/// [`PASSAGES_VERSION`].
-pub(crate) fn settings(shaping: &str) -> String {
-    let described = format!("{PASSAGES_VERSION} {shaping}");
+/// build` that may change what a file gives, described by `BuildArgs::shaping`),
+/// [`PASSAGES_VERSION`] and the fingerprint of the tokenizer that sizes passages (a build with
+/// another model's tokenizer cuts passages elsewhere).
+pub(crate) fn settings(shaping: &str, tokenizer: &str) -> String {
+    let described = format!("{PASSAGES_VERSION} {tokenizer} {shaping}");
     format!("{:032x}", xxh3_128(described.as_bytes()))
 }
 
@@ -182,4 +183,24 @@ pub(crate) fn write(
         .into_inner()
         .map_err(|e| failed(&path, e.into_error()))?;
     durable::persist(partial, &path).map_err(|(path, e)| failed(&path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The tokenizer that sizes passages is one of the settings: a build with another one does
+    /// not reuse this one's passages.
+    #[test]
+    fn the_settings_name_the_tokenizer() {
+        let shipped = turnstile_embed::ShippedTokenizer::get().unwrap();
+        assert_eq!(shipped.fingerprint().len(), 64);
+        let shaping = "BuildArgs { max_tokens: 256 }";
+        assert_eq!(
+            super::settings(shaping, shipped.fingerprint()),
+            super::settings(shaping, shipped.fingerprint())
+        );
+        assert_ne!(
+            super::settings(shaping, shipped.fingerprint()),
+            super::settings(shaping, &"0".repeat(64))
+        );
+    }
 }
