@@ -779,7 +779,8 @@ mod tests {
     /// at white space only (phrases: `round_half_up`, `os.path.join`, `don't`), and for stems
     /// that repeat, words absent from the corpus, repeated tokens in a phrase and phrases that
     /// would cross from a title into its text; its snippets and searches are FTS5's, byte for
-    /// byte.
+    /// byte. Both of the index's paths are held to FTS5: the one this corpus takes (every posting
+    /// added) and MaxScore, which corpora past 131,072 passages take, forced here.
     #[test]
     fn the_term_index_ranks_as_fts5_does() {
         let (pool, dir, questions) = shipped_pool_and_questions();
@@ -838,6 +839,18 @@ mod tests {
                 by_index += index_after - index_before;
                 by_fts5 += fts5_after - fts5_before;
                 assert_eq!(ours, fts5, "{expression} (limit {limit})");
+                // The path of corpora past 131,072 passages (MaxScore), forced on this one.
+                crate::term_index::FORCE_MAX_SCORE.set(true);
+                let max_score = session.rank(expression, limit);
+                crate::term_index::FORCE_MAX_SCORE.set(false);
+                let (index_forced, fts5_forced) = pool.rank_paths();
+                by_index += index_forced - index_after;
+                by_fts5 += fts5_forced - fts5_after;
+                assert_eq!(
+                    max_score.unwrap(),
+                    fts5,
+                    "MaxScore: {expression} (limit {limit})"
+                );
             }
             // Snippets: of every document ranked, of documents that do not match, of none.
             let ranked = session.rank(expression, 50).unwrap();
@@ -863,7 +876,7 @@ mod tests {
         assert_eq!(snippets_by_fts5, 0, "{snippets_by_index} by the index");
         // Every expression was the index's, phrases included.
         assert_eq!(by_fts5, 0);
-        assert_eq!(by_index, 2 * expressions.len() as u64);
+        assert_eq!(by_index, 4 * expressions.len() as u64);
         let (searched_by_index, searched_by_fts5) = pool.search_paths();
         assert_eq!(
             (searched_by_index, searched_by_fts5),

@@ -45,4 +45,6 @@ mod tests;
 
 pub(crate) use build::build;
 pub(crate) use index::TermIndex;
+#[cfg(test)]
+pub(crate) use rank::FORCE_MAX_SCORE;
 pub(crate) use tokens::Phrase;

@@ -57,7 +57,7 @@ impl TermIndex {
             return Vec::new();
         }
         let lists = self.lists(phrases);
-        if self.norm.len() <= CACHED_DOCUMENTS {
+        if self.norm.len() <= CACHED_DOCUMENTS && !forced_max_score() {
             return self.exhaustive(&lists, limit);
         }
         let mut search = Search::new(&lists, self.norm.len(), SLACK);
@@ -173,6 +173,23 @@ fn sorted(best: BinaryHeap<Kept>) -> Vec<(u32, f64)> {
         .into_iter()
         .map(|k| (k.doc, k.rank))
         .collect()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Whether [`TermIndex::rank`] takes MaxScore on this thread whatever the corpus's size, so
+    /// that a test compares the path of large corpora with FTS5 on a small one.
+    pub(crate) static FORCE_MAX_SCORE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn forced_max_score() -> bool {
+    FORCE_MAX_SCORE.get()
+}
+
+#[cfg(not(test))]
+fn forced_max_score() -> bool {
+    false
 }
 
 #[cfg(test)]
