@@ -312,7 +312,7 @@ impl CorpusSession {
         self.pool
             .corpus
             .terms
-            .rank(phrases, limit)
+            .rank(phrases, limit)?
             .into_iter()
             .map(|(position, rank)| {
                 let (doc, id, title) = self.pool.corpus.vectors.document(position as usize)?;

@@ -11,6 +11,14 @@ use super::packed::{TABLE, unpack_ascending, unpack_deltas, unpack_small};
 use super::snippet::DocText;
 use super::tokens::{Phrase, starts};
 
+/// Most work one query's phrases of several tokens may cost the index, in units of one
+/// candidate document checked against one token's list or one token of a document scanned:
+/// about a millisecond or two. A phrase's postings are made by scanning the documents that hold
+/// its rarest token, so a phrase of common words would scan most of the corpus (any plugin may
+/// ask for one); past this budget the query goes to FTS5, whose position lists answer it in time
+/// proportional to its tokens' occurrences (within the call's own time budget).
+pub(crate) const PHRASE_SCAN_BUDGET: usize = 1 << 21;
+
 /// bm25's `k1` and `b`, as FTS5's `bm25()` fixes them.
 pub(super) const K1: f64 = 1.2;
 pub(super) const B: f64 = 0.75;
@@ -286,19 +294,23 @@ impl TermIndex {
 
     /// The postings of a phrase of several tokens: the documents where its tokens follow one
     /// another in one column, with its weighted count of instances there (FTS5 counts every
-    /// position a phrase starts at, overlapping ones too).
-    fn phrase_postings(&self, tokens: &[u32]) -> List<'static> {
+    /// position a phrase starts at, overlapping ones too); `None` past `budget` (see
+    /// [`PHRASE_SCAN_BUDGET`]), which is spent by what was examined.
+    fn phrase_postings(&self, tokens: &[u32], budget: &mut usize) -> Option<List<'static>> {
         let lists: Vec<&[u32]> = tokens.iter().map(|&n| self.token_docs(n)).collect();
         let (mut docs, mut parts, mut max_part) = (Vec::new(), Vec::new(), 0.0f64);
         // Every document of the rarest token that has all the others too.
         if let Some(rarest) = lists.iter().min_by_key(|l| l.len()) {
             for &doc in *rarest {
+                *budget = budget.checked_sub(lists.len())?;
                 if !lists.iter().all(|l| l.binary_search(&doc).is_ok()) {
                     continue;
                 }
                 let d = doc as usize;
-                let title = starts(self.title_tokens(d), tokens).count();
-                let text = starts(self.text_tokens(d), tokens).count();
+                let (title_tokens, text_tokens) = (self.title_tokens(d), self.text_tokens(d));
+                *budget = budget.checked_sub(title_tokens.len() + text_tokens.len())?;
+                let title = starts(title_tokens, tokens).count();
+                let text = starts(text_tokens, tokens).count();
                 if title + text == 0 {
                     continue;
                 }
@@ -309,17 +321,19 @@ impl TermIndex {
                 max_part = max_part.max(part);
             }
         }
-        List {
+        Some(List {
             blocks: Cow::Owned(blocks(&parts).collect()),
             docs: Cow::Owned(docs),
             parts: Cow::Owned(parts),
             max_part,
-        }
+        })
     }
 
     /// The postings of each phrase that matches something, in query order: a single token's as
-    /// they are, a longer phrase's made now.
-    pub(super) fn lists<'a>(&'a self, phrases: &'a [Phrase]) -> Vec<List<'a>> {
+    /// they are, a longer phrase's made now — `None` when the phrases' documents would cost more
+    /// than [`PHRASE_SCAN_BUDGET`] to examine (FTS5 answers those from its position lists).
+    pub(super) fn lists<'a>(&'a self, phrases: &'a [Phrase]) -> Option<Vec<List<'a>>> {
+        let mut budget = PHRASE_SCAN_BUDGET;
         phrases
             .iter()
             .flatten()
@@ -328,14 +342,14 @@ impl TermIndex {
                     let n = n as usize;
                     let range = self.starts[n]..self.starts[n + 1];
                     let blocks = self.block_starts[n]..self.block_starts[n + 1];
-                    List {
+                    Some(List {
                         blocks: Cow::Borrowed(&self.block_max[blocks]),
                         docs: Cow::Borrowed(&self.docs[range.clone()]),
                         parts: Cow::Borrowed(&self.parts[range]),
                         max_part: self.max_part[n],
-                    }
+                    })
                 }
-                _ => self.phrase_postings(tokens),
+                _ => self.phrase_postings(tokens, &mut budget),
             })
             .collect()
     }

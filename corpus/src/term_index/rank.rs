@@ -51,18 +51,19 @@ impl TermIndex {
     /// returns for `"t1" OR "t2 t3" OR …`.
     ///
     /// By MaxScore past [`CACHED_DOCUMENTS`] documents; up to that, every posting added term at
-    /// a time, which is then cheaper. Both give the same result, to the bit.
-    pub(crate) fn rank(&self, phrases: &[Phrase], limit: usize) -> Vec<(u32, f64)> {
+    /// a time, which is then cheaper. Both give the same result, to the bit. `None` when its
+    /// phrases of several tokens would cost more than the phrase budget to make (FTS5 answers).
+    pub(crate) fn rank(&self, phrases: &[Phrase], limit: usize) -> Option<Vec<(u32, f64)>> {
         if limit == 0 || self.norm.is_empty() {
-            return Vec::new();
+            return Some(Vec::new());
         }
-        let lists = self.lists(phrases);
+        let lists = self.lists(phrases)?;
         if self.norm.len() <= CACHED_DOCUMENTS && !forced_max_score() {
-            return self.exhaustive(&lists, limit);
+            return Some(self.exhaustive(&lists, limit));
         }
         let mut search = Search::new(&lists, self.norm.len(), SLACK);
         search.seed(limit);
-        self.max_score(search, limit)
+        Some(self.max_score(search, limit))
     }
 
     /// [`Self::rank`] by MaxScore whatever the lists, with pruning's slack given (the tests
@@ -77,7 +78,7 @@ impl TermIndex {
         if limit == 0 || self.norm.is_empty() {
             return Vec::new();
         }
-        let lists = self.lists(phrases);
+        let lists = self.lists(phrases).expect("within the phrase budget");
         let mut search = Search::new(&lists, self.norm.len(), slack);
         search.seed(limit);
         self.max_score(search, limit)
@@ -89,7 +90,8 @@ impl TermIndex {
         if limit == 0 || self.norm.is_empty() {
             return Vec::new();
         }
-        self.exhaustive(&self.lists(phrases), limit)
+        let lists = self.lists(phrases).expect("within the phrase budget");
+        self.exhaustive(&lists, limit)
     }
 
     /// MaxScore, document at a time (see the module's doc).

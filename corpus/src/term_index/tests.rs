@@ -126,7 +126,7 @@ fn term_index_at_scale() {
     let mut took: [Vec<Duration>; 3] = Default::default();
     type Rank = fn(&TermIndex, &[Phrase]) -> Vec<(u32, f64)>;
     let ways: [Rank; 3] = [
-        |t, p| t.rank(p, 50),
+        |t, p| t.rank(p, 50).expect("within the phrase budget"),
         |t, p| t.rank_with_slack(p, 50, super::rank::SLACK),
         |t, p| t.rank_exhaustive(p, 50),
     ];
@@ -200,7 +200,12 @@ fn term_index_at_scale() {
         .iter()
         .map(|p| {
             terms.rank_with_slack(p, 50, super::rank::SLACK);
-            terms.lists(p).iter().map(|l| l.docs.len()).sum::<usize>()
+            terms
+                .lists(p)
+                .unwrap()
+                .iter()
+                .map(|l| l.docs.len())
+                .sum::<usize>()
         })
         .sum();
     let (candidates, seeks, scored) = super::rank::STATS.with_borrow(|s| *s);
@@ -266,7 +271,7 @@ fn differences(index: &TermIndex, expressions: &[String], limits: &[usize], slac
             let pruned = bits(&index.rank_with_slack(&phrases, limit, slack));
             if slack == super::rank::SLACK {
                 assert_eq!(pruned, exhaustive, "{expression} (limit {limit})");
-                let ranked = bits(&index.rank(&phrases, limit));
+                let ranked = bits(&index.rank(&phrases, limit).unwrap());
                 assert_eq!(ranked, exhaustive, "{expression} (limit {limit})");
             }
             differ += usize::from(pruned != exhaustive);
@@ -365,4 +370,36 @@ fn maxscore_ranks_ties_and_repeated_phrases_as_the_exhaustive_search_does() {
     differences(&index, &expressions, &limits, super::rank::SLACK);
     // A bound 1 % below the truth prunes documents that belong to the top.
     assert!(differences(&index, &expressions, &limits, -0.01) > 0);
+}
+
+/// A phrase of words in every document would make the index scan every document's tokens: past
+/// [`PHRASE_SCAN_BUDGET`](super::index::PHRASE_SCAN_BUDGET) the query goes to FTS5 (its position
+/// lists), with FTS5's answer; a phrase with a rare word stays the index's.
+#[test]
+fn a_phrase_of_common_words_goes_to_fts5_past_the_scan_budget() {
+    // Texts are at most 2,000 characters: "of the " 270 times, 540 tokens and a few more.
+    let docs = 1 + super::index::PHRASE_SCAN_BUDGET / 540;
+    let mut jsonl = String::new();
+    for i in 0..docs {
+        let text = format!("note {i} guide {}", "of the ".repeat(270));
+        jsonl.push_str(&format!(
+            "{{\"id\": \"d{i}\", \"title\": \"Part {i}\", \"text\": \"{text}\"}}\n"
+        ));
+    }
+    let (pool, _dir) = crate::testing::pool_of(jsonl.as_bytes(), 1);
+    let session = pool.session().unwrap();
+    let cases = [
+        (r#""of the" OR "guide""#, false),
+        (r#""note 7" OR "guide""#, true),
+    ];
+    for (expression, by_index) in cases {
+        let fts5 = session.rank_by_fts5(expression, 10).unwrap();
+        assert_eq!(fts5.len(), 10, "{expression}");
+        let before = pool.rank_paths();
+        assert_eq!(session.rank(expression, 10).unwrap(), fts5, "{expression}");
+        let after = pool.rank_paths();
+        let took = (after.0 - before.0, after.1 - before.1);
+        let expected = if by_index { (1, 0) } else { (0, 1) };
+        assert_eq!(took, expected, "{expression}: (by the index, by FTS5)");
+    }
 }
