@@ -39,6 +39,29 @@ async fn a_slowloris_connection_is_closed_by_the_header_timeout() {
     server.stop().await;
 }
 
+/// How many connections wait in the accept queue of the socket listening at `addr` (Linux:
+/// `/proc/net/tcp`, whose `rx_queue` of a listening socket is its accept backlog).
+fn accept_queue(addr: std::net::SocketAddr) -> Result<u32, String> {
+    let std::net::SocketAddr::V4(v4) = addr else {
+        return Err(format!("{addr}: only IPv4 is looked up"));
+    };
+    let local = format!(
+        "{:08X}:{:04X}",
+        u32::from_le_bytes(v4.ip().octets()),
+        v4.port()
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").map_err(|e| e.to_string())?;
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // sl, local_address, rem_address, st (0A: listening), tx_queue:rx_queue, …
+        if fields.len() > 4 && fields[1] == local && fields[3] == "0A" {
+            let rx = fields[4].split(':').nth(1).ok_or("no rx_queue")?;
+            return u32::from_str_radix(rx, 16).map_err(|e| e.to_string());
+        }
+    }
+    Err(format!("no socket listening at {local} in /proc/net/tcp"))
+}
+
 /// With every connection slot held by idle clients, a new connection waits in the backlog; it is
 /// served as soon as one of them closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,8 +81,21 @@ async fn a_connection_past_the_cap_waits_until_one_closes() {
     .await;
     let client = reqwest::Client::new();
     let health = tokio::spawn(client.get(server.url("/healthz")).send());
-    // Both slots are held: the request is not served (it sits in the listen backlog).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both slots are held: the third connection is in the kernel's accept queue of the listening
+    // socket, never accepted (a server that accepted past the cap would have emptied it, and
+    // this would time out), and its request is not served.
+    eventually(
+        "the third connection waiting in the accept queue",
+        || async {
+            match accept_queue(server.addr) {
+                Ok(1) => Ok(()),
+                Ok(n) => Err(format!("{n} connections in the accept queue")),
+                Err(e) => Err(e),
+            }
+        },
+    )
+    .await;
+    assert_eq!(open.load(std::sync::atomic::Ordering::SeqCst), 2);
     assert!(!health.is_finished(), "served past the connection cap");
     drop(first);
     let response = tokio::time::timeout(crate::support::STATE_DEADLINE, health)
