@@ -44,9 +44,7 @@ fn lookups() -> &'static Lookups {
                     loop {
                         let job = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
                         let Ok((host, answer)) = job else { return };
-                        let found = (host.as_str(), 0)
-                            .to_socket_addrs()
-                            .map(|addrs| addrs.map(|a| a.ip()).collect::<Vec<_>>());
+                        let found = resolve(&host);
                         if let Ok(ips) = &found {
                             remember(&host, ips.clone());
                         }
@@ -59,6 +57,17 @@ fn lookups() -> &'static Lookups {
             cache: Mutex::new(HashMap::new()),
         }
     })
+}
+
+/// The system resolver's answer for `host` (blocking).
+fn resolve(host: &str) -> Answer {
+    #[cfg(test)]
+    if host.ends_with(tests::HANGS) {
+        return tests::hang();
+    }
+    (host, 0)
+        .to_socket_addrs()
+        .map(|addrs| addrs.map(|a| a.ip()).collect::<Vec<_>>())
 }
 
 fn remember(host: &str, ips: Vec<IpAddr>) {
@@ -97,5 +106,83 @@ pub async fn lookup(host: &str, timeout: Duration) -> Answer {
             std::io::ErrorKind::TimedOut,
             format!("{host} was not resolved within {} ms", timeout.as_millis()),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Condvar;
+
+    /// Names that end so are looked up by a resolver that does not answer until released (as a
+    /// stalled DNS server would), at most 20 s.
+    pub(super) const HANGS: &str = ".hang.invalid";
+
+    static RELEASED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+    pub(super) fn hang() -> Answer {
+        let (released, changed) = &RELEASED;
+        let guard = released.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = changed.wait_timeout_while(guard, Duration::from_secs(20), |r| !*r);
+        Err(std::io::Error::other("released"))
+    }
+
+    fn release() {
+        let (released, changed) = &RELEASED;
+        *released.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        changed.notify_all();
+    }
+
+    /// With the runtime's one blocking thread held (as plugin calls hold the workers' pool), a
+    /// name is still resolved; a lookup the resolver never answers ends at its timeout; with
+    /// every resolver thread stalled, a cached name still answers at once, and past the waiting
+    /// bound a lookup fails at once instead of queueing.
+    #[test]
+    fn lookups_never_wait_on_the_workers_pool_and_end_at_their_timeout() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (held, hold) = std::sync::mpsc::channel::<()>();
+            let pool = tokio::task::spawn_blocking(move || hold.recv());
+            let found = lookup("localhost", Duration::from_secs(10)).await.unwrap();
+            assert!(found.iter().all(|ip| ip.is_loopback()), "{found:?}");
+
+            let error = lookup("a.hang.invalid", Duration::from_millis(100))
+                .await
+                .unwrap_err();
+            assert_eq!(error.kind(), std::io::ErrorKind::TimedOut, "{error}");
+
+            // Every resolver thread stalled (one already is), the queue filled.
+            let stalled: Vec<_> = (0..THREADS + MAX_PENDING)
+                .map(|n| tokio::spawn(lookup_owned(format!("{n}.hang.invalid"))))
+                .collect();
+            let busy = loop {
+                match lookup("b.hang.invalid", Duration::from_millis(1)).await {
+                    Err(e) if e.to_string().contains("busy") => break e,
+                    _ => tokio::task::yield_now().await,
+                }
+            };
+            assert!(
+                busy.to_string().contains("too many lookups waiting"),
+                "{busy}"
+            );
+            let cached = lookup("localhost", Duration::from_millis(1)).await.unwrap();
+            assert_eq!(cached, found);
+
+            release();
+            for lookup in stalled {
+                assert!(lookup.await.unwrap().is_err());
+            }
+            held.send(()).unwrap();
+            pool.await.unwrap().unwrap();
+        });
+    }
+
+    async fn lookup_owned(host: String) -> Answer {
+        lookup(&host, Duration::from_secs(20)).await
     }
 }
