@@ -1,8 +1,9 @@
 //! Outbound HTTP through the whole server: the `rag` plugin behind the gate, in front of a real
 //! upstream process (`tests/upstream/upstream.py`) — the answer in the response, the backend's
 //! refusals as 503 with its retry hint, the grants and in-flight requests in `/state`, the
-//! metrics, a swap's own grants, the gate's cap as the upstream counts it, and a secret that
-//! shows nowhere.
+//! metrics, a swap's own grants, the gate's cap as the upstream counts it, a secret that
+//! shows nowhere, and which of a call's outbound troubles the adaptive limit takes for the
+//! backend's (the `fetch` fixture against the upstream's plain routes).
 
 use std::time::Duration;
 
@@ -314,5 +315,80 @@ async fn fast_refusals_bring_an_adaptive_limit_down() {
     let state = server.get_json("/state").await;
     let limit = state["max_active"].as_u64().unwrap();
     assert!(limit <= 12, "the limit is {limit}: {}", state["adaptive"]);
+    server.stop().await;
+}
+
+/// Flags serving the `fetch` fixture (each call GETs `url` once, reads it to its end whatever
+/// its status) under `--max-active auto` starting at 16, with `extra` plugin settings.
+fn fetch_adaptive(origin: &str, url: &str, extra: &[&str]) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "--plugin",
+        components::FETCH,
+        "--outbound-allow",
+        origin,
+        "--plugin-config",
+        &format!("url={url}"),
+        "--plugin-config",
+        "count=1",
+        "--outbound-timeout-ms",
+        "5000",
+        "--max-active",
+        "auto",
+        "--max-active-min",
+        "1",
+        "--max-active-max",
+        "32",
+        "--max-active-initial",
+        "16",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    for setting in extra {
+        flags.extend(["--plugin-config".to_owned(), (*setting).to_owned()]);
+    }
+    flags
+}
+
+/// A call that met a 429 and still answered (a plugin that falls back: `fetch` reads any status
+/// to its end) is an ordinary sample, not a drop: four windows of them leave the adaptive limit
+/// where fast answers leave it, where four windows of drops would take it down by a third.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_met_a_refusal_and_still_answered_is_no_drop() {
+    let upstream = Upstream::start(Duration::ZERO);
+    let origin = upstream.origin().to_owned();
+    let url = format!("{origin}/status/429");
+    let flags = fetch_adaptive(&origin, &url, &[]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start(&flags).await;
+    for _ in 0..(16 * 4) {
+        let (status, body) = server.retrieve(json!({ "question": QUESTION })).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let state = server.get_json("/state").await;
+    assert_eq!(state["max_active"], 16, "{}", state["adaptive"]);
+    server.stop().await;
+}
+
+/// A timeout the guest chose (a first-byte timeout shorter than the host's) is the plugin's own
+/// doing, no word from the backend: the call fails as the plugin's (not 503 `upstream_timeout`)
+/// and is no drop for the adaptive limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_the_guest_chose_is_not_the_backends() {
+    let upstream = Upstream::start(Duration::ZERO);
+    let origin = upstream.origin().to_owned();
+    let url = format!("{origin}/slow/1000");
+    let mut flags = fetch_adaptive(&origin, &url, &["first_byte_ms=20"]);
+    // The time to a response's headers is the connect timeout and the first byte's together.
+    flags.extend(["--outbound-connect-timeout-ms".to_owned(), "200".to_owned()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start(&flags).await;
+    for _ in 0..(16 * 4) {
+        let (status, body) = server.retrieve(json!({ "question": QUESTION })).await;
+        assert_ne!(body["error"], "upstream_timeout", "{body}");
+        assert!(status >= 500 && status != 503, "{status} {body}");
+    }
+    let state = server.get_json("/state").await;
+    assert_eq!(state["max_active"], 16, "{}", state["adaptive"]);
     server.stop().await;
 }

@@ -76,6 +76,10 @@ ended, times in Unix seconds (`time.time()`): when its headers were read; when i
 chunk was written and flushed, or its whole answer written (null: neither); when its answer ended,
 complete or not; and whether its client left first — for benchmarks to measure what a client saw.
 
+`GET /status/CODE` answers status CODE (200–599) at once, with `Retry-After: 7` for a 429 or a
+503; `GET /slow/MS` answers 200 after MS milliseconds (at most 60,000): backends for plugins that
+make plain requests (the `fetch` fixture). They are not counted in `/stats`.
+
 `POST /stats/reset` zeroes the counts and forgets the timings (`in_flight` and `streams_open` say
 what is going on now: they stay). `GET /v1/models` lists one model, `local-model`. Each request is
 logged to stderr as one line: method, path, model, status (and what became of it). Headers are
@@ -411,6 +415,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_whole(200, STATS.timings())
         elif self.path.split("?")[0] == "/v1/models":
             self.send_whole(200, MODELS)
+        elif re.fullmatch(r"/status/[1-5][0-9][0-9]", self.path) and int(self.path[8:]) >= 200:
+            code = int(self.path[8:])
+            retry = [("Retry-After", "7")] if code in (429, 503) else []
+            self.send_whole(code, error_body(f"status {code}", "asked_for"), headers=retry)
+        elif re.fullmatch(r"/slow/[0-9]{1,5}", self.path) and int(self.path[6:]) <= 60000:
+            time.sleep(int(self.path[6:]) / 1000)
+            self.send_whole(200, {"slow": True})
         else:
             self.send_whole(404, error_body("not found", "not_found"))
         self.log("-")
