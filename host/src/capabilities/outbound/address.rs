@@ -171,4 +171,74 @@ mod tests {
         let addrs: Vec<SocketAddr> = literal.call(name).await.unwrap().collect();
         assert!(addrs.iter().all(|a| a.ip().is_loopback()) && !addrs.is_empty());
     }
+
+    /// One name granted literally on one port and by a wildcard on another: a request to the
+    /// literal grant's port reaches its private address; one to the other port, covered by the
+    /// wildcard only, is refused — the exemption is the origin's, not the name's. (Each goes
+    /// the way the hooks send it: the covering grant, then its pool.)
+    #[tokio::test]
+    async fn the_literal_exemption_is_the_origins_not_the_names() {
+        use super::super::client::OutboundClient;
+        use super::super::origins::{Origins, RequestHost, Scheme};
+        use http_body_util::BodyExt;
+        let mut ports = Vec::new();
+        for _ in 0..2 {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            ports.push(listener.local_addr().unwrap().port());
+            tokio::spawn(async move {
+                while let Ok((mut socket, _)) = listener.accept().await {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let mut head = [0u8; 1024];
+                    let _ = socket.read(&mut head).await;
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+                        .await;
+                }
+            });
+        }
+        let name = format!("api{}", super::super::lookups::tests::LOOPBACK);
+        let origins = Origins::parse(&[
+            format!("http://{name}:{}", ports[0]),
+            format!(
+                "http://*{}:{}",
+                super::super::lookups::tests::LOOPBACK,
+                ports[1]
+            ),
+        ])
+        .unwrap();
+        let client = OutboundClient::new(std::time::Duration::from_secs(5), 4).unwrap();
+        let host = RequestHost::parse(&name).unwrap();
+        let mut outcomes = Vec::new();
+        for port in &ports {
+            let grant = origins.covering(Scheme::Http, &host, *port).unwrap();
+            let reporter = super::super::report::Reporter {
+                plugin: "test".into(),
+                request_id: 1,
+                observer: None,
+                tally: Default::default(),
+            };
+            let empty = http_body_util::Empty::<bytes::Bytes>::new()
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            let body = super::super::body::CappedRequest::new(
+                empty,
+                1024,
+                reporter.start(grant.as_str()),
+                std::time::Duration::from_secs(1),
+            );
+            let request = http::Request::get(format!("http://{name}:{port}/"))
+                .body(body)
+                .unwrap();
+            let sent = client.for_grant(grant.is_literal()).request(request).await;
+            outcomes.push(match sent {
+                Ok(response) => {
+                    let _ = response.into_body().collect().await;
+                    "answered"
+                }
+                Err(e) if format!("{e:?}").contains("AddressRefused") => "refused",
+                Err(e) => panic!("port {port}: {e:?}"),
+            });
+        }
+        assert_eq!(outcomes, ["answered", "refused"]);
+    }
 }
