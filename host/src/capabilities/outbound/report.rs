@@ -325,9 +325,51 @@ impl Drop for Finishing {
     }
 }
 
-/// An upstream's `Retry-After` in delta-seconds (at most [`MAX_RETRY_AFTER_SECS`]); an
-/// HTTP-date or anything else is not taken.
+/// An upstream's `Retry-After` (RFC 9110 10.2.3): delta-seconds, or an HTTP-date taken as the
+/// seconds from now to it (0 for a date past), at most [`MAX_RETRY_AFTER_SECS`]; anything else
+/// is not taken.
 pub fn retry_after(value: Option<&http::HeaderValue>) -> Option<Duration> {
-    let seconds: u64 = value?.to_str().ok()?.trim().parse().ok()?;
+    let value = value?.to_str().ok()?.trim();
+    let seconds = match value.parse::<u64>() {
+        Ok(seconds) => seconds,
+        Err(_) => {
+            let at = httpdate::parse_http_date(value).ok()?;
+            let left = at
+                .duration_since(std::time::SystemTime::now())
+                .unwrap_or_default();
+            // Rounded up: a client that waits the seconds said is never early.
+            left.as_secs() + u64::from(left.subsec_nanos() > 0)
+        }
+    };
     Some(Duration::from_secs(seconds.min(MAX_RETRY_AFTER_SECS)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(value: &str) -> Option<u64> {
+        retry_after(Some(&http::HeaderValue::from_str(value).unwrap())).map(|d| d.as_secs())
+    }
+
+    /// Delta-seconds and HTTP-dates are taken, bounded by an hour; what is neither is not.
+    #[test]
+    fn retry_after_takes_seconds_and_dates_within_its_bound() {
+        assert_eq!(of("7"), Some(7));
+        assert_eq!(of(" 0 "), Some(0));
+        assert_eq!(of("86400"), Some(MAX_RETRY_AFTER_SECS));
+        let in_a_minute = std::time::SystemTime::now() + Duration::from_secs(60);
+        let seconds = of(&httpdate::fmt_http_date(in_a_minute)).unwrap();
+        assert!((59..=61).contains(&seconds), "{seconds}");
+        let next_year = std::time::SystemTime::now() + Duration::from_secs(365 * 86_400);
+        assert_eq!(
+            of(&httpdate::fmt_http_date(next_year)),
+            Some(MAX_RETRY_AFTER_SECS)
+        );
+        assert_eq!(of("Wed, 21 Oct 2015 07:28:00 GMT"), Some(0));
+        for bad in ["-1", "soon", "1.5", ""] {
+            assert_eq!(of(bad), None, "{bad:?}");
+        }
+        assert_eq!(retry_after(None), None);
+    }
 }
