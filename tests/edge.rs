@@ -2,8 +2,6 @@
 //! connections, oversized and slow bodies, and a drain that does not wait for a client dripping
 //! its body. (Request ids and repeated keys, which no socket takes part in, are `http`'s.)
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
