@@ -36,6 +36,7 @@ mod metrics;
 mod newcomer;
 mod outbound;
 mod outbound_server;
+mod outbound_tls;
 mod rag_py;
 mod settings;
 mod swap;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What the tests need beyond Rust, installed when missing (idempotent, quick when present):
-# - Debian packages: `prometheus` (for `promtool`, which checks a scrape of /metrics), curl,
+# - Debian packages: `prometheus` (for `promtool`, which checks a scrape of /metrics), curl, openssl
+#   (tests make an internal CA),
 #   chromium (the live page's browser test) and redis-server (the global limit's tests start
 #   their own, on free loopback ports); for the Debian package (`cargo xtask dist`,
 #   tests/installed.sh): dpkg-dev (dpkg-shlibdeps finds the binary's library packages), systemd
@@ -16,6 +17,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 missing=()
 command -v promtool >/dev/null || missing+=(prometheus)
 command -v curl >/dev/null || missing+=(curl)
+command -v openssl >/dev/null || missing+=(openssl)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)

@@ -80,6 +80,8 @@ complete or not; and whether its client left first — for benchmarks to measure
 503; `GET /slow/MS` answers 200 after MS milliseconds (at most 60,000): backends for plugins that
 make plain requests (the `fetch` fixture). They are not counted in `/stats`.
 
+With `--tls-cert PEM --tls-key PEM` it serves HTTPS (and says `listening on https://…`).
+
 `POST /stats/reset` zeroes the counts and forgets the timings (`in_flight` and `streams_open` say
 what is going on now: they stay). `GET /v1/models` lists one model, `local-model`. Each request is
 logged to stderr as one line: method, path, model, status (and what became of it). Headers are
@@ -95,6 +97,7 @@ import re
 import select
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -680,10 +683,23 @@ def main():
         help="also stop when standard input closes: a test harness's lifeline, so the upstream "
         "never outlives it (a python3 launcher such as pyenv's shim may not pass on a kill)",
     )
+    parser.add_argument("--tls-cert", metavar="PEM",
+                        help="serve HTTPS with this certificate chain (and --tls-key)")
+    parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     args = parser.parse_args()
     required = required_headers(parser, args)
     server = Server((args.host, args.port), args.latency_ms / 1000, args.stream_ms / 1000,
                     args.answer_words, required)
+    scheme = "http"
+    if args.tls_cert:
+        if not args.tls_key:
+            parser.error("--tls-cert needs --tls-key")
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+        # The handshake happens in the connection's own thread, on its first read.
+        server.socket = tls.wrap_socket(server.socket, server_side=True,
+                                        do_handshake_on_connect=False)
+        scheme = "https"
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -692,7 +708,7 @@ def main():
     serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     serving.start()
     host, port = server.server_address[:2]
-    print(f"listening on http://{host}:{port}", flush=True)
+    print(f"listening on {scheme}://{host}:{port}", flush=True)
     while not stop.wait(0.5):
         pass
     STOPPING.set()

@@ -7,7 +7,7 @@ use anyhow::Context;
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus_within};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::{Credentials, Origins};
+use turnstile_host::capabilities::outbound::{Credentials, Origins, TrustedRoots};
 use turnstile_host::swap::{
     CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapObserver, SwapRoots,
 };
@@ -60,6 +60,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let mut capabilities = CapabilityOptions::default();
     capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
     capabilities.outbound = args.outbound.options();
+    capabilities.outbound.trusted_roots =
+        TrustedRoots::load(&args.outbound.outbound_ca_file).context("--outbound-ca-file")?;
+    if !capabilities.outbound.trusted_roots.is_empty() {
+        tracing::info!(
+            files = ?capabilities.outbound.trusted_roots.files(),
+            certificates = capabilities.outbound.trusted_roots.certificates().len(),
+            "outbound HTTPS trusts these CA files beside the compiled-in roots"
+        );
+    }
     let outbound = Origins::parse(&args.outbound.outbound_allow).context("--outbound-allow")?;
     let secrets = Arc::new(
         Secrets::load(&args.outbound.plugin_secret, &|var| std::env::var(var).ok())

@@ -42,6 +42,12 @@ pub struct OutboundArgs {
     #[arg(long = "outbound-header", value_name = "ORIGIN=HEADER:env:VAR|ORIGIN=HEADER:file:PATH", value_parser = parse_header)]
     pub outbound_header: Vec<CredentialSpec>,
 
+    /// A PEM file of CA certificates outbound HTTPS trusts beside the compiled-in Mozilla roots
+    /// (an internal CA's, for a model server inside the network; repeatable, at most 256
+    /// certificates, 4 MiB a file). Read once at start; no plugin or swap can change it.
+    #[arg(long = "outbound-ca-file", value_name = "PATH")]
+    pub outbound_ca_file: Vec<std::path::PathBuf>,
+
     /// Longest wait for an outbound response's headers, in milliseconds (1..=600000); a guest
     /// may ask for less.
     #[arg(long = "outbound-timeout-ms", default_value_t = 30_000,
@@ -116,6 +122,8 @@ impl OutboundArgs {
             max_requests_per_call: self.outbound_max_requests_per_call,
             max_connections_per_origin: self.outbound_max_connections_per_origin as usize,
             slots: Default::default(),
+            // Read from --outbound-ca-file at start (it may fail): see `serve::load`.
+            trusted_roots: Default::default(),
             deny_all: false,
         }
     }

@@ -206,7 +206,8 @@ mod tests {
             ),
         ])
         .unwrap();
-        let client = OutboundClient::new(std::time::Duration::from_secs(5), 4).unwrap();
+        let client =
+            OutboundClient::new(std::time::Duration::from_secs(5), 4, &Default::default()).unwrap();
         let host = RequestHost::parse(&name).unwrap();
         let mut outcomes = Vec::new();
         for port in &ports {

@@ -13,6 +13,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::address::GuardedResolver;
 use super::body::CappedRequest;
+use super::trust::TrustedRoots;
 
 /// How long an idle pooled connection is kept.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -38,10 +39,15 @@ impl OutboundClient {
     /// and those covered only by a wildcard go through two pools whose resolvers differ, so the
     /// literal exemption is the origin's, not its host name's (a name granted literally on one
     /// port and by a wildcard on another is public-only on the other).
-    pub fn new(connect_timeout: Duration, max_per_origin: usize) -> Result<Self, ClientError> {
+    /// `trusted` adds the operator's CAs to the compiled-in roots.
+    pub fn new(
+        connect_timeout: Duration,
+        max_per_origin: usize,
+        trusted: &TrustedRoots,
+    ) -> Result<Self, ClientError> {
         Ok(Self {
-            literal: pool(true, connect_timeout, max_per_origin)?,
-            public: pool(false, connect_timeout, max_per_origin)?,
+            literal: pool(true, connect_timeout, max_per_origin, trusted)?,
+            public: pool(false, connect_timeout, max_per_origin, trusted)?,
         })
     }
 
@@ -56,6 +62,7 @@ fn pool(
     any_address: bool,
     connect_timeout: Duration,
     max_per_origin: usize,
+    trusted: &TrustedRoots,
 ) -> Result<Client<Connector, CappedRequest>, ClientError> {
     let mut http =
         HttpConnector::new_with_resolver(GuardedResolver::new(any_address, connect_timeout));
@@ -63,9 +70,11 @@ fn pool(
     http.set_connect_timeout(Some(connect_timeout));
     http.set_nodelay(true);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
+    let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
+    // Checked when they were loaded: each is a usable root.
+    let (_, _) = roots.add_parsable_certificates(trusted.certificates().iter().cloned());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ClientError(e.to_string()))?

@@ -66,12 +66,15 @@ impl Capability for Outbound {
         let client = if origins.is_empty() || options.deny_all {
             None
         } else {
-            let client =
-                OutboundClient::new(options.connect_timeout, options.max_connections_per_origin)
-                    .map_err(|e| PluginError::Provision {
-                        name: String::new(),
-                        reason: e.to_string(),
-                    })?;
+            let client = OutboundClient::new(
+                options.connect_timeout,
+                options.max_connections_per_origin,
+                &options.trusted_roots,
+            )
+            .map_err(|e| PluginError::Provision {
+                name: String::new(),
+                reason: e.to_string(),
+            })?;
             Some(Arc::new(client))
         };
         Ok(Arc::new(OutboundGrant {

@@ -1,7 +1,8 @@
 //! The `outbound` capability: HTTP for plugins through `wasi:http/outgoing-handler` (WASI 0.2),
 //! denied unless the operator granted the origin. One room, in parts: the grants
 //! ([`origins`]), where their names may lead ([`address`]), the bounds ([`options`]), the
-//! plugin's pooled client ([`client`]), the credentials the host adds ([`credentials`]), the policy every request passes ([`hooks`]) with its
+//! plugin's pooled client ([`client`]), the credentials the host adds ([`credentials`]), the CAs trusted beyond the compiled-in roots
+//! ([`trust`]), the policy every request passes ([`hooks`]) with its
 //! bounded bodies ([`body`]), what a call's requests did ([`report`]), the capability's wiring
 //! ([`http`]) and `check`'s proof of a denial ([`probe`]).
 
@@ -18,6 +19,7 @@ mod origins;
 mod probe;
 mod report;
 mod slots;
+mod trust;
 
 pub use address::{AddressRefused, is_public};
 pub use credentials::{
@@ -37,3 +39,4 @@ pub use report::{
     FailureKind, MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS, SignalKind, UpstreamSignal,
 };
 pub use slots::OriginSlots;
+pub use trust::{MAX_CA_FILE_BYTES, MAX_TRUSTED_CAS, TrustError, TrustedRoots};

@@ -32,6 +32,8 @@ pub struct OutboundOptions {
     /// The requests in flight to each origin, shared by every plugin of the runtime (a swap
     /// does not give an origin a second cap).
     pub slots: super::slots::OriginSlots,
+    /// CA certificates trusted beyond the compiled-in roots (`--outbound-ca-file`).
+    pub trusted_roots: super::trust::TrustedRoots,
     /// Deny every request, whatever the grants (conformance work: `check` and a swap's smoke
     /// checks send nothing to a backend; the grants are listed, and a denial is proven).
     pub deny_all: bool,
@@ -69,6 +71,7 @@ impl Default for OutboundOptions {
             max_requests_per_call: DEFAULT_MAX_REQUESTS_PER_CALL,
             max_connections_per_origin: DEFAULT_MAX_CONNECTIONS_PER_ORIGIN,
             slots: Default::default(),
+            trusted_roots: Default::default(),
             deny_all: false,
         }
     }
