@@ -13,29 +13,54 @@ use turnstile_fixtures as components;
 
 use crate::support::{TestServer, eventually, serve_child};
 
-/// A `redis-server` of its own, on a free loopback port, without persistence.
+/// A `redis-server` of its own, on a free loopback port, without persistence — or, made by
+/// [`Redis::start_persistent`], with snapshots taken only when asked (`SAVE`) and loaded when it
+/// starts again.
 pub(crate) struct Redis {
     port: u16,
     child: Option<Child>,
+    snapshots: Option<std::path::PathBuf>,
 }
 
 impl Redis {
     pub(crate) fn start() -> Self {
+        Self::start_in(None)
+    }
+
+    /// A server whose snapshot (`dump.rdb`, written by `SAVE`) is kept in `dir` and loaded by
+    /// every [`Redis::run`].
+    pub(crate) fn start_persistent(dir: &std::path::Path) -> Self {
+        Self::start_in(Some(dir.to_owned()))
+    }
+
+    fn start_in(snapshots: Option<std::path::PathBuf>) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut redis = Self { port, child: None };
+        let mut redis = Self {
+            port,
+            child: None,
+            snapshots,
+        };
         redis.run();
         redis
     }
 
     /// Starts (or restarts) the server on its port and waits until it answers.
     pub(crate) fn run(&mut self) {
-        let child = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        command
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(["--save", "", "--appendonly", "no"]);
+        if let Some(dir) = &self.snapshots {
+            command
+                .arg("--dir")
+                .arg(dir)
+                .args(["--dbfilename", "dump.rdb"]);
+        }
+        let child = command
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server: run tests/setup.sh (Debian package redis-server)");

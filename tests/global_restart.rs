@@ -97,12 +97,24 @@ async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_a
         "no grace after the restart: {g}"
     );
     let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
+    never_past_the_limit(&a, &b, a_calls.into(), b_calls, &redis).await;
+    a.stop().await;
+    b.stop().await;
+}
 
-    // The calls running at once: each replica's global leases, read together in process (fail
-    // closed: no call runs without one). A sample above the limit is read again at once (a lease
-    // handed from A to B between the two reads would count twice); an over-admission lasts a
-    // whole call.
-    let running = || held(&a) + held(&b);
+/// Waits for `a_calls` and `b_calls` to end, reading the calls running at once meanwhile: each
+/// replica's global leases, read together in process (fail closed: no call runs without one). A
+/// sample above the limit is read again at once (a lease handed from A to B between the two reads
+/// would count twice); an over-admission lasts a whole call. Every call must succeed, A's leases
+/// must have been asserted again (none of B's calls ran beside A's) and B then ran at the limit.
+async fn never_past_the_limit(
+    a: &TestServer,
+    b: &TestServer,
+    a_calls: Vec<tokio::task::JoinHandle<(u16, Value)>>,
+    b_calls: Vec<tokio::task::JoinHandle<(u16, Value)>>,
+    redis: &Redis,
+) {
+    let running = || held(a) + held(b);
     let (mut peak, mut redis_peak) = (0, 0);
     while !(a_calls.iter().all(|c| c.is_finished()) && b_calls.iter().all(|c| c.is_finished())) {
         let now = running();
@@ -110,7 +122,7 @@ async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_a
             let again = running();
             assert!(
                 again <= LIMIT,
-                "{now}, then {again} calls running at once after Redis restarted empty"
+                "{now}, then {again} calls running at once after Redis restarted"
             );
         }
         peak = peak.max(now.min(LIMIT));
@@ -123,9 +135,61 @@ async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_a
         let (status, body) = call.await.unwrap();
         assert_eq!(status, 200, "{body}");
     }
-    // A's leases were asserted again (none of B's calls ran beside A's); B then ran at the limit.
     assert_eq!(peak, LIMIT, "B ran at the limit once A's calls had ended");
     assert_eq!(redis_peak, LIMIT);
+}
+
+/// Redis restarted from a snapshot taken before A's leases were granted: it comes back with the
+/// deployment's marker (so nothing looks lost) but without the leases. The scripts find another
+/// server's run id and open the grace: no lease is granted past the limit until A's are asserted
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_redis_restarts_from_an_older_snapshot_no_lease_is_granted_past_the_limit() {
+    let snapshots = tempfile::tempdir().unwrap();
+    let mut redis = Redis::start_persistent(snapshots.path());
+    let url = redis.url();
+    let a = start(&flags(&url, "3000", "delay_ms=6000", "2")).await;
+    let b = start(&flags(&url, "3000", "delay_ms=300", "4")).await;
+    past_grace(&a).await;
+    // The snapshot: the deployment's keys, no lease.
+    assert_eq!(redis.command("SAVE"), "+OK");
+    let a_calls = vec![post(&a), post(&a)];
+    eventually("A holds both permits", || async {
+        (held(&a) == LIMIT)
+            .then_some(())
+            .ok_or(format!("A holds {}", held(&a)))
+    })
+    .await;
+    let renewals = || a.state.admission.global().unwrap().totals().renewals;
+    let before = renewals();
+    eventually("a heartbeat of A", || async {
+        (renewals() > before)
+            .then_some(())
+            .ok_or(format!("{} renewals", renewals()))
+    })
+    .await;
+    redis.stop();
+    redis.run();
+    assert_eq!(redis.holders(), 0, "Redis came back from the snapshot");
+    assert_eq!(
+        redis.command("EXISTS turnstile:{turnstile}:marker"),
+        ":1",
+        "the snapshot kept the marker"
+    );
+    let g = eventually("B reaches Redis again", || async {
+        let g = global(&b).await;
+        g["holders"]
+            .is_u64()
+            .then_some(g.clone())
+            .ok_or(g.to_string())
+    })
+    .await;
+    assert!(
+        g["grace_ms"].as_u64() > Some(0),
+        "no grace after the restart from a snapshot: {g}"
+    );
+    let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
+    never_past_the_limit(&a, &b, a_calls, b_calls, &redis).await;
     a.stop().await;
     b.stop().await;
 }

@@ -141,6 +141,7 @@ impl GlobalGate {
                 .key(&k.queue_exp)
                 .key(&k.seq)
                 .key(&k.marker)
+                .key(&k.server)
                 .arg(&id)
                 .arg(c.max_active)
                 .arg(c.max_waiting)
@@ -229,6 +230,7 @@ impl GlobalGate {
                 .key(&inner.keys.queue)
                 .key(&inner.keys.queue_exp)
                 .key(&inner.keys.marker)
+                .key(&inner.keys.server)
                 .arg(inner.config.lease_ttl.as_millis() as u64);
             let call = invocation.invoke_async::<(u64, u64, u64, i64)>(&mut conn);
             if let Ok(Ok((h, w, g, opened))) = tokio::time::timeout(CALL_TIMEOUT, call).await {

@@ -28,6 +28,7 @@ pub(crate) async fn heartbeat(inner: Arc<Inner>) {
             .key(&inner.keys.holders)
             .key(&inner.keys.queue_exp)
             .key(&inner.keys.marker)
+            .key(&inner.keys.server)
             .arg(inner.config.lease_ttl.as_millis() as u64)
             .arg(held.len());
         for id in held.iter().chain(&waiting) {

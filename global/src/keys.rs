@@ -10,6 +10,10 @@ pub(crate) struct Keys {
     /// Set by the first script that runs on the deployment's data and kept with it: gone, Redis
     /// lost the data (or the deployment is new), and a grace of one TTL follows (`lua/grace.lua`).
     pub(crate) marker: String,
+    /// The run id of the Redis server that holds the data (`INFO server`'s `run_id`), set by the
+    /// scripts: another server's id found there means Redis restarted (from a snapshot, maybe
+    /// older than the last writes) or failed over, and a grace follows as for a missing marker.
+    pub(crate) server: String,
 }
 
 impl Keys {
@@ -23,6 +27,7 @@ impl Keys {
             seq: format!("{tag}:seq"),
             channel: format!("{tag}:released"),
             marker: format!("{tag}:marker"),
+            server: format!("{tag}:server"),
         }
     }
 }

@@ -1,15 +1,15 @@
 -- Take a global lease for ARGV[1], or join the FIFO queue, or refuse. Atomic; times from Redis.
 -- KEYS: holders (zset id -> lease expiry ms), queue (zset id -> ticket), queue_exp (zset id ->
--- waiter expiry ms), seq (ticket counter), marker (grace.lua). ARGV: id, max_active,
+-- waiter expiry ms), seq (ticket counter), marker, server (grace.lua). ARGV: id, max_active,
 -- max_waiting, ttl_ms.
 -- Returns {1, 0, 0, opened} granted, {0, rank, ticket, opened} waiting at `rank` (0 = next) with its
 -- place in line (`ticket`: the FIFO order, fixed while it waits), {-1, waiting, 0, opened} queue
 -- full; `opened` is 1 if this call found the deployment's data gone and opened the grace.
-local holders, queue, queue_exp, seq, marker = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local holders, queue, queue_exp, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id = ARGV[1]
 local max_active, max_waiting, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
-local left, opened = grace(marker, now, ttl)
+local left, opened = grace(KEYS[5], KEYS[6], now, ttl)
 
 -- Leases and waiters whose replica stopped renewing them (it died) are gone.
 redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)

@@ -1,13 +1,13 @@
 -- Renew one replica's leases and waiters (one call for all of them). A lease found gone (it
 -- expired while Redis or the replica was slow, or Redis lost its data) is asserted again: its
 -- call still runs.
--- KEYS: holders, queue_exp, marker (grace.lua). ARGV: ttl_ms, number of leases, lease ids...,
+-- KEYS: holders, queue_exp, marker, server (grace.lua). ARGV: ttl_ms, number of leases, lease ids...,
 -- waiter ids...
 -- Returns {renewed, reasserted, opened}: `opened` is 1 if this call found the deployment's data
 -- gone and opened the grace.
 local now = now_ms()
 local ttl, leases = tonumber(ARGV[1]), tonumber(ARGV[2])
-local _, opened = grace(KEYS[3], now, ttl)
+local _, opened = grace(KEYS[3], KEYS[4], now, ttl)
 local renewed, reasserted = 0, 0
 for i = 3, 2 + leases do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
