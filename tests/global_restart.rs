@@ -1,8 +1,10 @@
 //! The global limit when Redis loses its data and when a replica stalls, on a real
-//! `redis-server`: after Redis restarts empty, no lease is granted past the limit until the
-//! running calls' leases are asserted again (the grace of one lease TTL); a replica stopped with
-//! SIGSTOP past the lease TTL over-admits at most the leases it held, and only until those calls
-//! end. Both are counted as calls running at once, never timed.
+//! `redis-server`: after Redis restarts empty, restarts from a snapshot older than the last
+//! leases, or goes back to older data under the same run id, no lease is granted past the limit
+//! until the running calls' leases are asserted again (the grace of one lease TTL, opened once per
+//! loss), and while Redis keeps its data no grace opens; a replica stopped with SIGSTOP past the
+//! lease TTL over-admits at most the leases it held, and only until those calls end. Calls are
+//! counted running at once, never timed.
 
 use std::time::{Duration, Instant};
 
@@ -122,7 +124,7 @@ async fn never_past_the_limit(
             let again = running();
             assert!(
                 again <= LIMIT,
-                "{now}, then {again} calls running at once after Redis restarted"
+                "{now}, then {again} calls running at once after Redis lost writes"
             );
         }
         peak = peak.max(now.min(LIMIT));
@@ -190,6 +192,11 @@ async fn after_redis_restarts_from_an_older_snapshot_no_lease_is_granted_past_th
     );
     let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
     never_past_the_limit(&a, &b, a_calls, b_calls, &redis).await;
+    // A's heartbeat carried a later point of the history than the snapshot's, and found no loss
+    // in it again: the restart's grace had moved the epoch on.
+    let (graces, reasserted) = graces_and_reasserted(&[&a, &b]);
+    assert_eq!(graces, 2, "the fresh Redis' grace, then the restart's");
+    assert_eq!(reasserted, LIMIT, "A's heartbeat put both leases back");
     a.stop().await;
     b.stop().await;
 }
@@ -301,4 +308,104 @@ async fn a_replica_stopped_past_the_lease_ttl_over_admits_at_most_the_leases_it_
     assert_eq!(q_totals().granted, 4);
     stop_child(p).await;
     q.stop().await;
+}
+
+/// Copies the deployment's keys inside Redis (`DUMP`), or brings the copy back in their place
+/// (`RESTORE`, the keys made since deleted): Redis then holds older data under the same run id,
+/// as when it reloads an older RDB in place (`DEBUG RELOAD NOSAVE`) or a master resyncs from a
+/// replica that lagged and is promoted again without a restart.
+const COPY: &str = "EVAL \"for _, k in ipairs(redis.call('KEYS', 'turnstile:*')) do \
+    redis.call('SET', 'copy:' .. k, redis.call('DUMP', k)) end return 1\" 0";
+const BRING_BACK: &str = "EVAL \"for _, k in ipairs(redis.call('KEYS', 'turnstile:*')) do \
+    redis.call('DEL', k) end for _, c in ipairs(redis.call('KEYS', 'copy:*')) do \
+    redis.call('RESTORE', string.sub(c, 6), 0, redis.call('GET', c)) end return 1\" 0";
+
+/// The graces these replicas opened, and the leases their heartbeats found gone and asserted
+/// again.
+fn graces_and_reasserted(replicas: &[&TestServer]) -> (u64, u64) {
+    replicas.iter().fold((0, 0), |(g, r), replica| {
+        let totals = replica.state.admission.global().unwrap().totals();
+        (g + totals.graces, r + totals.reasserted)
+    })
+}
+
+/// Redis goes back to data older than A's leases without a restart: same run id, the marker
+/// there. B read the gate after A's grants, so B's next call carries a later point of the data's
+/// history than Redis holds: it opens the grace, and no lease is granted past the limit until A's
+/// heartbeat has asserted its leases again. A's own heartbeat, which saw as late a point, opens
+/// no second grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_redis_goes_back_to_older_data_in_place_no_lease_is_granted_past_the_limit() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let a = start(&flags(&url, "3000", "delay_ms=6000", "2")).await;
+    let b = start(&flags(&url, "3000", "delay_ms=300", "4")).await;
+    past_grace(&a).await;
+    // The older data: the deployment's keys, no lease.
+    assert_eq!(redis.command(COPY), ":1");
+    let a_calls = vec![post(&a), post(&a)];
+    eventually("A holds both permits", || async {
+        (held(&a) == LIMIT)
+            .then_some(())
+            .ok_or(format!("A holds {}", held(&a)))
+    })
+    .await;
+    assert_eq!(global(&b).await["holders"], LIMIT, "B saw A's leases");
+    // Right after one of A's heartbeats, so that B asks Redis before the next one.
+    let renewals = || a.state.admission.global().unwrap().totals().renewals;
+    let before = renewals();
+    eventually("a heartbeat of A", || async {
+        (renewals() > before)
+            .then_some(())
+            .ok_or(format!("{} renewals", renewals()))
+    })
+    .await;
+    assert_eq!(redis.command(BRING_BACK), ":1");
+    assert_eq!(redis.holders(), 0, "Redis went back to before A's leases");
+    let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
+    never_past_the_limit(&a, &b, a_calls, b_calls, &redis).await;
+    let (graces, reasserted) = graces_and_reasserted(&[&a, &b]);
+    assert_eq!(graces, 2, "the fresh Redis' grace, then this one's");
+    assert_eq!(reasserted, LIMIT, "A's heartbeat put both leases back");
+    a.stop().await;
+    b.stop().await;
+}
+
+/// While Redis keeps its data no grace opens: replicas that saw different points of its history
+/// (B idle while A writes), and one that starts later having seen none (C), ask with what they
+/// saw, never later than what Redis holds; leases held across heartbeats are renewed, none found
+/// gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_redis_keeps_its_data_no_grace_opens() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let a = start(&flags(&url, "1500", "delay_ms=20", "2")).await;
+    let b = start(&flags(&url, "1500", "delay_ms=2000", "2")).await;
+    past_grace(&a).await;
+    // B's lease lives through heartbeats (every 0.5 s) while A's calls come and go.
+    let b_call = post(&b);
+    let b_totals = || b.state.admission.global().unwrap().totals();
+    eventually("B's lease renewed twice", || async {
+        (b_totals().renewals >= 2)
+            .then_some(())
+            .ok_or(format!("{:?}", b_totals()))
+    })
+    .await;
+    assert_eq!(b_call.await.unwrap().0, 200);
+    // B now holds nothing, so it stops calling Redis while A writes on; then B asks with the
+    // older point it saw, and C with none.
+    for _ in 0..20 {
+        assert_eq!(post(&a).await.unwrap().0, 200);
+    }
+    let c = start(&flags(&url, "1500", "delay_ms=20", "2")).await;
+    for server in [&b, &c, &a] {
+        assert_eq!(post(server).await.unwrap().0, 200);
+        let g = global(server).await;
+        assert_eq!(g["grace_ms"], 0, "{g}");
+    }
+    let (graces, reasserted) = graces_and_reasserted(&[&a, &b, &c]);
+    assert_eq!((graces, reasserted), (1, 0), "only the fresh Redis' grace");
+    for server in [a, b, c] {
+        server.stop().await;
+    }
 }

@@ -15,7 +15,7 @@ use crate::config::BREAKER_FAILURES;
 use crate::config::{CALL_TIMEOUT, FailureMode, GlobalConfig, RECHECK_INTERVAL};
 use crate::error::GlobalError;
 use crate::heartbeat::{heartbeat, wake_ups};
-use crate::inner::{Inner, Started, lock};
+use crate::inner::{Inner, Point, Started, lock};
 use crate::keys::Keys;
 use crate::lease::{GlobalLease, Queued};
 use crate::outcome::{GlobalGrant, GlobalRefusal};
@@ -60,6 +60,7 @@ impl GlobalGate {
                 breaker: Breaker::default(),
                 stats: Stats::default(),
                 last_error: Mutex::default(),
+                seen: Mutex::default(),
             }),
         })
     }
@@ -100,7 +101,7 @@ impl GlobalGate {
 
     /// A global lease before `deadline`, in FIFO order across replicas; or a refusal; or, when
     /// Redis fails and the mode is `open`, [`GlobalGrant::FailedOpen`]. In the grace after Redis
-    /// lost the deployment's data, it waits in the queue like any request past the limit.
+    /// lost writes, it waits in the queue like any request past the limit.
     ///
     /// Cancel safe: dropping the future while it waits takes it out of the global queue.
     pub async fn acquire(&self, deadline: Instant) -> Result<GlobalGrant, GlobalRefusal> {
@@ -142,16 +143,20 @@ impl GlobalGate {
                 .key(&k.seq)
                 .key(&k.marker)
                 .key(&k.server)
+                .key(&k.history)
                 .arg(&id)
                 .arg(c.max_active)
                 .arg(c.max_waiting)
                 .arg(c.lease_ttl.as_millis() as u64);
+            let seen = inner.seen();
+            invocation.arg(seen.epoch).arg(seen.writes);
             let sent = Instant::now();
             let answer = inner
                 .call::<Vec<i64>>(started, &invocation, "acquire")
                 .await
                 .map(|a| {
-                    inner.grace_opened(a.get(3).copied());
+                    let point = Point::answered(a.get(4).copied(), a.get(5).copied());
+                    inner.answered(a.get(3).copied(), point);
                     (a.first().copied(), a.get(2).copied())
                 });
             match answer {
@@ -231,10 +236,15 @@ impl GlobalGate {
                 .key(&inner.keys.queue_exp)
                 .key(&inner.keys.marker)
                 .key(&inner.keys.server)
+                .key(&inner.keys.history)
                 .arg(inner.config.lease_ttl.as_millis() as u64);
-            let call = invocation.invoke_async::<(u64, u64, u64, i64)>(&mut conn);
-            if let Ok(Ok((h, w, g, opened))) = tokio::time::timeout(CALL_TIMEOUT, call).await {
-                inner.grace_opened(Some(opened));
+            let seen = inner.seen();
+            invocation.arg(seen.epoch).arg(seen.writes);
+            let call = invocation.invoke_async::<(u64, u64, u64, i64, i64, i64)>(&mut conn);
+            if let Ok(Ok((h, w, g, opened, epoch, writes))) =
+                tokio::time::timeout(CALL_TIMEOUT, call).await
+            {
+                inner.answered(Some(opened), Point::answered(Some(epoch), Some(writes)));
                 (holders, waiting, grace_ms) = (Some(h), Some(w), Some(g));
             }
         }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use futures_util::StreamExt;
 
 use crate::config::{BREAKER_OPEN_FOR, CALL_TIMEOUT};
-use crate::inner::{Inner, lock};
+use crate::inner::{Inner, Point, lock};
 
 /// Renews this replica's leases and waiters every third of the TTL, in one script call.
 pub(crate) async fn heartbeat(inner: Arc<Inner>) {
@@ -29,16 +29,18 @@ pub(crate) async fn heartbeat(inner: Arc<Inner>) {
             .key(&inner.keys.queue_exp)
             .key(&inner.keys.marker)
             .key(&inner.keys.server)
-            .arg(inner.config.lease_ttl.as_millis() as u64)
-            .arg(held.len());
+            .key(&inner.keys.history)
+            .arg(inner.config.lease_ttl.as_millis() as u64);
+        let seen = inner.seen();
+        invocation.arg(seen.epoch).arg(seen.writes).arg(held.len());
         for id in held.iter().chain(&waiting) {
             invocation.arg(id);
         }
-        if let Some((renewed, reasserted, opened)) = inner
-            .call::<(u64, u64, i64)>(started, &invocation, "heartbeat")
+        if let Some((renewed, reasserted, opened, epoch, writes)) = inner
+            .call::<(u64, u64, i64, i64, i64)>(started, &invocation, "heartbeat")
             .await
         {
-            inner.grace_opened(Some(opened));
+            inner.answered(Some(opened), Point::answered(Some(epoch), Some(writes)));
             inner.stats.renewals.fetch_add(renewed, Ordering::Relaxed);
             if reasserted > 0 {
                 inner

@@ -21,6 +21,26 @@ pub(crate) struct Started {
     pub(crate) tasks: Vec<JoinHandle<()>>,
 }
 
+/// A point of the deployment's history in Redis (`lua/grace.lua`): its epoch, moved on by each
+/// grace, then the writes counted. Redis' history only moves on, so a later point seen than
+/// Redis holds is a loss.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Point {
+    pub(crate) epoch: u64,
+    pub(crate) writes: u64,
+}
+
+impl Point {
+    /// The point a script answered (its two last numbers; 0 where absent).
+    pub(crate) fn answered(epoch: Option<i64>, writes: Option<i64>) -> Self {
+        let number = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
+        Self {
+            epoch: number(epoch),
+            writes: number(writes),
+        }
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) config: GlobalConfig,
     pub(crate) client: redis::Client,
@@ -38,6 +58,9 @@ pub(crate) struct Inner {
     pub(crate) breaker: Breaker,
     pub(crate) stats: Stats,
     pub(crate) last_error: Mutex<Option<String>>,
+    /// The latest point of the history this replica saw, passed to every script (nothing seen:
+    /// 0, 0, which no Redis is behind).
+    pub(crate) seen: Mutex<Point>,
 }
 
 /// A lock, even if a holder panicked (the data behind it stays whole).
@@ -53,18 +76,40 @@ impl Inner {
         tracing::warn!(error, "global gate: Redis call failed");
     }
 
-    /// Counts and logs a grace this replica's call opened (`opened` is the script's flag): Redis
-    /// was found without the deployment's data.
-    pub(crate) fn grace_opened(&self, opened: Option<i64>) {
-        if opened == Some(1) {
-            self.stats.graces.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
-                grace_ms = self.config.lease_ttl.as_millis() as u64,
-                "global gate: Redis has none of this deployment's data (restarted empty, flushed, \
-                 or first start): no new lease until every replica has asserted its running \
-                 calls' leases again"
-            );
+    /// The latest point of the history this replica saw.
+    pub(crate) fn seen(&self) -> Point {
+        *lock(&self.seen)
+    }
+
+    /// What a script answered of the grace: counts and logs a grace this call opened (`opened`,
+    /// why: `lua/grace.lua`), and keeps the history's point if it is the latest seen (answers
+    /// may arrive out of order).
+    pub(crate) fn answered(&self, opened: Option<i64>, point: Point) {
+        {
+            let mut seen = lock(&self.seen);
+            *seen = (*seen).max(point);
         }
+        let why = match opened {
+            Some(1) => {
+                "Redis has none of this deployment's data (restarted empty, flushed, or first \
+                 start)"
+            }
+            Some(2) => {
+                "Redis is another server than the one that held this deployment's data (restarted \
+                 from a snapshot that may be older than the last leases, or failed over)"
+            }
+            Some(3) => {
+                "Redis went back to older data (this replica saw a later point of its history): \
+                 the last leases may be gone"
+            }
+            _ => return,
+        };
+        self.stats.graces.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            grace_ms = self.config.lease_ttl.as_millis() as u64,
+            "global gate: {why}: no new lease until every replica has asserted its running calls' \
+             leases again"
+        );
     }
 
     /// Wakes this replica's oldest waiter (a lease was released somewhere): only the waiter that

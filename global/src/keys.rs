@@ -14,6 +14,10 @@ pub(crate) struct Keys {
     /// scripts: another server's id found there means Redis restarted (from a snapshot, maybe
     /// older than the last writes) or failed over, and a grace follows as for a missing marker.
     pub(crate) server: String,
+    /// The data's history (a hash: `epoch`, `writes`), moved on by every script that writes and
+    /// by every grace: a replica that saw a later point of it than Redis holds proves that Redis
+    /// went back to older data, and a grace follows (`lua/grace.lua`).
+    pub(crate) history: String,
 }
 
 impl Keys {
@@ -28,6 +32,7 @@ impl Keys {
             channel: format!("{tag}:released"),
             marker: format!("{tag}:marker"),
             server: format!("{tag}:server"),
+            history: format!("{tag}:history"),
         }
     }
 }

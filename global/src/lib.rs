@@ -10,10 +10,12 @@
 //! on the local gate alone ([`FailureMode::Open`], counted) or refused ([`FailureMode::Closed`]):
 //! never does a request hang on Redis.
 //!
-//! Redis is the one record of the leases out, so losing it would let the limit be granted twice
-//! over: the first script to find Redis without the deployment's data (restarted empty, flushed,
-//! or the deployment's first start) opens a grace of one lease TTL in which nothing new is
-//! granted, while each replica's heartbeat asserts its running calls' leases again. A replica that
+//! Redis is the one record of the leases out, so losing writes would let the limit be granted
+//! twice over: the first script to find that Redis lost writes — the deployment's data gone
+//! (restarted empty, flushed, or the deployment's first start), held by another Redis server than
+//! the one that wrote it (restarted from a snapshot, failed over), or older than a point of its
+//! history a replica saw — opens a grace of one lease TTL in which nothing new is granted, while
+//! each replica's heartbeat asserts its running calls' leases again. A replica that
 //! stalls past the TTL (stopped, starved) over-admits at most the leases it held, until those
 //! calls end; an answer that reaches it later than its own timeout is not relied on.
 //!

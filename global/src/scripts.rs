@@ -2,8 +2,8 @@
 
 use redis::Script;
 
-/// Redis' clock and the grace after Redis lost the deployment's data, shared by every script that
-/// reads or grants leases.
+/// Redis' clock and the grace after Redis lost writes of the deployment, shared by every script
+/// that reads or grants leases.
 const GRACE: &str = include_str!("lua/grace.lua");
 
 /// The Lua scripts (`src/lua/`), each run atomically by Redis.
