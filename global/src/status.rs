@@ -39,9 +39,11 @@ pub struct GlobalTotals {
     pub renewals: u64,
     /// Renewals that found their lease gone (expired, or Redis lost it) and asserted it again.
     pub reasserted: u64,
-    /// Graces this replica opened: its call was the first to find the deployment's data gone from
-    /// Redis (Redis restarted empty or was flushed, or the deployment's first start), so no new
-    /// lease was granted for one lease TTL while the running calls' leases were asserted again.
+    /// Graces this replica opened: its call was the first to find that Redis lost writes — the
+    /// deployment's data gone (Redis restarted empty or flushed, or the deployment's first start),
+    /// held by another Redis server than before (a restart from a snapshot, a failover), or older
+    /// than a point of its history this replica saw — so no new lease was granted for one lease
+    /// TTL while the running calls' leases were asserted again.
     pub graces: u64,
     /// Redis calls that failed or timed out.
     pub failures: u64,
@@ -65,10 +67,10 @@ pub struct GlobalStatus {
     pub holders: Option<u64>,
     /// Requests waiting across every replica (absent when Redis could not be asked).
     pub waiting: Option<u64>,
-    /// Milliseconds left of the grace after Redis was found without the deployment's data (its
-    /// first start, or Redis restarted empty): no new lease is granted until it ends, while every
-    /// replica asserts its running calls' leases again; 0 when none (absent when Redis could not
-    /// be asked).
+    /// Milliseconds left of the grace after Redis was found to have lost writes (the deployment's
+    /// first start, Redis restarted or failed over, or gone back to older data): no new lease is
+    /// granted until it ends, while every replica asserts its running calls' leases again; 0 when
+    /// none (absent when Redis could not be asked).
     pub grace_ms: Option<u64>,
     /// Of the leases, this replica's.
     pub this_replica: usize,
