@@ -56,9 +56,15 @@ impl Labels {
 
     /// Whether a document has this id.
     pub(crate) fn has_id(&self, id: &str) -> bool {
+        self.position_of(id).is_some()
+    }
+
+    /// The position of the document with this id, if any.
+    pub(crate) fn position_of(&self, id: &str) -> Option<usize> {
         self.by_id
             .binary_search_by(|p| self.id(*p as usize).cmp(id))
-            .is_ok()
+            .ok()
+            .map(|at| self.by_id[at] as usize)
     }
 
     /// Bytes held, for reports.

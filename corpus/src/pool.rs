@@ -16,8 +16,9 @@ use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};
 
 /// A document's url and fields, by id: only documents that have either have a row.
-const LINK_SQL: &str =
-    "SELECT l.url, l.fields FROM ids JOIN links AS l ON l.doc = ids.doc WHERE ids.id = ?1";
+/// A document's link by its rowid (the id is looked up in memory first: one B-tree seek, not
+/// two).
+const LINK_SQL: &str = "SELECT url, fields FROM links WHERE doc = ?1";
 
 /// See [`CorpusPool::watch`].
 #[derive(Debug, Clone)]
@@ -197,8 +198,13 @@ impl CorpusPool {
             let mut stmt = conn.prepare_cached(LINK_SQL)?;
             ids.iter()
                 .map(|id| {
-                    stmt.query_row([id], |r| Ok(Link::stored(r.get(0)?, r.get(1)?)))
-                        .optional()
+                    let doc = self.inner.corpus.vectors.rowid_of(id);
+                    match doc.and_then(|doc| i64::try_from(doc).ok()) {
+                        Some(doc) => stmt
+                            .query_row([doc], |r| Ok(Link::stored(r.get(0)?, r.get(1)?)))
+                            .optional(),
+                        None => Ok(None),
+                    }
                 })
                 .collect()
         });

@@ -299,6 +299,11 @@ impl DocVectors {
         self.labels.has_id(id)
     }
 
+    /// The rowid of the document with this id, if any (no SQL: the ids are in memory).
+    pub(crate) fn rowid_of(&self, id: &str) -> Option<u64> {
+        self.docs.get(self.labels.position_of(id)?).copied()
+    }
+
     /// Documents held (one vector each).
     pub(crate) fn len(&self) -> usize {
         self.docs.len()
