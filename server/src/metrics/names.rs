@@ -244,7 +244,7 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
     (
         "turnstile_global_graces_total",
         Kind::Counter,
-        "Graces this replica opened: it found Redis without the deployment's data (restarted empty, flushed, or first start) and no new global lease was granted for one lease TTL",
+        "Graces this replica opened: it found Redis without the deployment's data (restarted empty, flushed, or first start), on another server (restarted, failed over) or behind what it had seen (older data), and no new global lease was granted for one lease TTL",
     ),
     (
         "turnstile_global_circuit_open",

@@ -234,7 +234,8 @@ pub struct ServeArgs {
 
     /// A global lease not renewed for this long, in milliseconds (300..=600000), is given back: a
     /// dead replica's permits return within it plus one heartbeat (a third of it). Also the grace
-    /// without new leases after Redis lost its data (or at a deployment's first start).
+    /// without new leases after Redis lost writes (its data gone, restarted or failed over, gone
+    /// back to older data) or at a deployment's first start.
     #[arg(long = "global-lease-ttl-ms", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(300..=600_000))]
     pub global_lease_ttl_ms: u64,
