@@ -305,6 +305,18 @@ impl WasiHttpHooks for OutboundHooks {
                             "outbound request refused"
                         );
                     }
+                    if matches!(error, Error::TlsCertificateError) {
+                        // What an operator needs to see: the plugin only gets the code.
+                        tracing::warn!(
+                            plugin = &*reporter.plugin,
+                            request_id = reporter.request_id,
+                            origin = admitted.origin,
+                            reason = "TLS: the server's certificate was not accepted (expired, \
+                                      for another name, or its CA is not trusted: an internal \
+                                      CA is named with --outbound-ca-file)",
+                            "outbound request failed"
+                        );
+                    }
                     return Err(error);
                 }
                 Ok(Ok(response)) => response,
@@ -351,6 +363,9 @@ fn classify(error: &hyper_util::client::legacy::Error) -> (OutboundOutcome, Erro
         {
             return (OutboundOutcome::TooLarge, Error::HttpRequestBodySize(None));
         }
+        if let Some(tls) = tls_error(e) {
+            return (OutboundOutcome::Error, tls_code(tls));
+        }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             // An io::Error's `source` skips the error it wraps: look at it here.
             if io
@@ -372,5 +387,32 @@ fn classify(error: &hyper_util::client::legacy::Error) -> (OutboundOutcome, Erro
         (OutboundOutcome::Error, Error::ConnectionRefused)
     } else {
         (OutboundOutcome::Error, Error::HttpProtocolError)
+    }
+}
+
+/// The TLS error under `error`, if it is one: an `io::Error`'s `source` skips the error it
+/// wraps, and the TLS connector wraps rustls's error in two of them.
+fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner: &(dyn std::error::Error + 'static) =
+        error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    tls_error(inner)
+}
+
+/// wasi:http's code for a TLS failure: a certificate the client does not trust (an internal
+/// CA's, without `--outbound-ca-file`) is `TLS-certificate-error`, an alert the server sent is
+/// `TLS-alert-received`, anything else `TLS-protocol-error`.
+fn tls_code(error: &rustls::Error) -> Error {
+    match error {
+        rustls::Error::InvalidCertificate(_)
+        | rustls::Error::NoCertificatesPresented
+        | rustls::Error::UnsupportedNameType => Error::TlsCertificateError,
+        rustls::Error::AlertReceived(alert) => Error::TlsAlertReceived {
+            alert_id: Some(u8::from(*alert)),
+            alert_message: Some(format!("{alert:?}")),
+        },
+        _ => Error::TlsProtocolError,
     }
 }
