@@ -57,6 +57,7 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
                 .credentials
                 .described()
                 .collect(),
+            ca_files: state.outbound_ca_files.to_vec(),
             in_flight: state.metrics.outbound_in_flight(),
         },
         streams_open: state.metrics.streams_open(),

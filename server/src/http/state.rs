@@ -47,6 +47,9 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The live view (`/events`, `/dashboard`).
     pub live: Arc<Hub>,
+    /// The CA files outbound HTTPS trusts beside the compiled-in roots (`--outbound-ca-file`),
+    /// as the operator named them: `/state` shows the paths, never what they hold.
+    pub outbound_ca_files: Arc<[String]>,
     /// Keeps a temporary cache directory (the index) alive as long as the server.
     _cache: Arc<Cache>,
 }
@@ -107,8 +110,16 @@ impl AppState {
                 .map_or(0, |d| d.as_secs()),
             metrics,
             live: Arc::new(Hub::new(policies.live)),
+            outbound_ca_files: Arc::new([]),
             _cache: cache,
         }
+    }
+
+    /// The same, showing `files` as the CA files outbound HTTPS trusts (read at start; no
+    /// plugin or swap changes them).
+    pub fn with_outbound_ca_files(mut self, files: Vec<String>) -> Self {
+        self.outbound_ca_files = files.into();
+        self
     }
 
     /// The plugin serving new requests now.

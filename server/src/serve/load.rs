@@ -29,6 +29,16 @@ pub const MAX_IDLE_CONNECTIONS: usize = 16;
 pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let plugin_config = args.plugin_config()?;
     let gate_config = args.gate_config()?;
+    // Before the corpus is read: a bad CA file is the operator's mistake, told at once.
+    let trusted_roots =
+        TrustedRoots::load(&args.outbound.outbound_ca_file).context("--outbound-ca-file")?;
+    if !trusted_roots.is_empty() {
+        tracing::info!(
+            files = ?trusted_roots.files(),
+            certificates = trusted_roots.certificates().len(),
+            "outbound HTTPS trusts these CA files beside the compiled-in roots"
+        );
+    }
     let metrics = Arc::new(Metrics::new());
     let cache = Arc::new(
         Cache::open(args.cache_dir.as_deref())
@@ -60,15 +70,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let mut capabilities = CapabilityOptions::default();
     capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
     capabilities.outbound = args.outbound.options();
-    capabilities.outbound.trusted_roots =
-        TrustedRoots::load(&args.outbound.outbound_ca_file).context("--outbound-ca-file")?;
-    if !capabilities.outbound.trusted_roots.is_empty() {
-        tracing::info!(
-            files = ?capabilities.outbound.trusted_roots.files(),
-            certificates = capabilities.outbound.trusted_roots.certificates().len(),
-            "outbound HTTPS trusts these CA files beside the compiled-in roots"
-        );
-    }
+    capabilities.outbound.trusted_roots = trusted_roots.clone();
     let outbound = Origins::parse(&args.outbound.outbound_allow).context("--outbound-allow")?;
     let secrets = Arc::new(
         Secrets::load(&args.outbound.plugin_secret, &|var| std::env::var(var).ok())
@@ -231,6 +233,13 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         },
         cache,
         metrics,
+    )
+    .with_outbound_ca_files(
+        trusted_roots
+            .files()
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
     );
     Ok(state)
 }

@@ -151,6 +151,9 @@ pub struct OutboundBody {
     pub secrets: Vec<String>,
     /// The credentials the host adds to requests, each as `ORIGIN HEADER` (never a value).
     pub credentials: Vec<String>,
+    /// The CA files (PEM) outbound HTTPS trusts beside the compiled-in Mozilla roots, as the
+    /// operator named them (`--outbound-ca-file`; paths only). The process's, not a plugin's.
+    pub ca_files: Vec<String>,
     /// Outbound requests in flight now, by origin (the grant they went through), every plugin
     /// generation's.
     pub in_flight: std::collections::BTreeMap<String, u64>,
