@@ -9,8 +9,9 @@ use super::questions::{Question, read_questions};
 use super::report::{Answer, Latency, PluginReport, Report, text};
 use super::score::{Means, Scores};
 use turnstile_host::cache::Cache;
+use turnstile_host::capabilities::outbound::TrustedRoots;
 use turnstile_host::{
-    Plugin, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
+    CapabilityOptions, Plugin, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
     parse_config_entry, plugin_config,
 };
 
@@ -50,6 +51,11 @@ pub struct EvalArgs {
     #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = crate::check::parse_origin)]
     pub outbound_allow: Vec<String>,
 
+    /// A PEM file of CA certificates outbound HTTPS trusts beside the compiled-in roots
+    /// (repeatable), as `serve --outbound-ca-file`: a model server an internal CA certified.
+    #[arg(long = "outbound-ca-file", value_name = "PATH")]
+    pub outbound_ca_file: Vec<PathBuf>,
+
     /// A secret for the plugins, `NAME=env:VAR` or `NAME=file:PATH` (repeatable), as `serve
     /// --plugin-secret`.
     #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH",
@@ -77,10 +83,21 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
 /// The runtime plugins are evaluated on: one instance at a time, the serving defaults (the
 /// default memory cap, no call deadline), with the precompiled cache in `precompiled` (`None`: compiled every time).
 pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, PluginError> {
+    runtime_trusting(precompiled, TrustedRoots::default())
+}
+
+/// The same, its outbound HTTPS trusting `trusted` beside the compiled-in roots.
+pub fn runtime_trusting(
+    precompiled: Option<PathBuf>,
+    trusted: TrustedRoots,
+) -> Result<PluginRuntime, PluginError> {
+    let mut capabilities = CapabilityOptions::default();
+    capabilities.outbound.trusted_roots = trusted;
     PluginRuntime::new(RuntimeOptions {
         max_instances: 1,
         cache_dir: precompiled,
         pooling: false,
+        capabilities,
         ..RuntimeOptions::default()
     })
 }
@@ -97,9 +114,11 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
         turnstile_host::Secrets::load(&args.plugin_secret, &|var| std::env::var(var).ok())
             .map_err(|e| anyhow::anyhow!("--plugin-secret: {e}"))?,
     );
+    let trusted = TrustedRoots::load(&args.outbound_ca_file)
+        .map_err(|e| anyhow::anyhow!("--outbound-ca-file: {e}"))?;
     let corpus = read_corpus(args.corpus.as_deref())?;
     let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
-    let runtime = runtime(cache.plugins_dir())?;
+    let runtime = runtime_trusting(cache.plugins_dir(), trusted)?;
     let mut plugins = vec![match &args.plugin {
         Some(path) => PluginSource::File(path.clone()),
         None => PluginSource::Embedded,
