@@ -1,5 +1,6 @@
 //! One plugin's HTTP client: a pool of kept-alive connections (hyper-util; HTTP/1.1 and HTTP/2,
-//! TLS by rustls with the Mozilla roots compiled in — nothing read or fetched at run time) whose
+//! TLS by rustls with the Mozilla roots compiled in and the operator's CAs read at start,
+//! `super::trust` — nothing read or fetched at run time) whose
 //! resolver refuses the addresses the plugin's grants do not cover (the requests in flight to
 //! each origin are bounded per runtime: `super::slots`). A swapped-in plugin gets a client of its
 //! own: it inherits neither connections nor grants.
