@@ -15,9 +15,30 @@ use crate::admission::Admission;
 use crate::edge::EdgeLimits;
 use crate::metrics::Metrics;
 
-/// What the handlers share.
+/// What the handlers share: one pointer to [`SharedState`], so that the copy axum makes for
+/// every middleware and handler of every request costs one reference count, not one per part.
+/// Changed through `DerefMut` (before serving), a copy shared elsewhere is copied first
+/// (`Arc::make_mut`), as changing a copy of the parts did.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<SharedState>);
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut SharedState {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+/// The server's parts and the operator's policies, behind [`AppState`].
+#[derive(Clone)]
+pub struct SharedState {
     /// The plugin serving `/retrieve`, replaceable at run time.
     pub plugins: Arc<PluginSlot>,
     /// Replaces the plugin (`/admin/plugin`) or the corpus (`/admin/corpus`); installs into
@@ -93,7 +114,7 @@ impl AppState {
         cache: Arc<Cache>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self {
+        Self(Arc::new(SharedState {
             plugins: Arc::clone(swap.slot()),
             swap,
             allocator,
@@ -112,7 +133,7 @@ impl AppState {
             live: Arc::new(Hub::new(policies.live)),
             outbound_ca_files: Arc::new([]),
             _cache: cache,
-        }
+        }))
     }
 
     /// The same, showing `files` as the CA files outbound HTTPS trusts (read at start; no
