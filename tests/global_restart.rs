@@ -55,6 +55,42 @@ fn held(server: &TestServer) -> u64 {
     server.state.admission.global().unwrap().leases_held() as u64
 }
 
+/// A's two calls, once A holds both permits with them.
+async fn a_takes_the_limit(a: &TestServer) -> Vec<tokio::task::JoinHandle<(u16, Value)>> {
+    let calls = vec![post(a), post(a)];
+    eventually("A holds both permits", || async {
+        (held(a) == LIMIT)
+            .then_some(())
+            .ok_or(format!("A holds {}", held(a)))
+    })
+    .await;
+    calls
+}
+
+/// Returns right after one of A's heartbeats, so that the next one is a third of a TTL away.
+async fn a_heartbeat(a: &TestServer) {
+    let renewals = || a.state.admission.global().unwrap().totals().renewals;
+    let before = renewals();
+    eventually("a heartbeat of A", || async {
+        (renewals() > before)
+            .then_some(())
+            .ok_or(format!("{} renewals", renewals()))
+    })
+    .await;
+}
+
+/// The global gate as B sees it, once B reaches Redis again.
+async fn reaches_redis_again(b: &TestServer) -> Value {
+    eventually("B reaches Redis again", || async {
+        let g = global(b).await;
+        g["holders"]
+            .is_u64()
+            .then_some(g.clone())
+            .ok_or(g.to_string())
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_are_asserted_again()
 {
@@ -65,41 +101,21 @@ async fn after_redis_restarts_empty_no_lease_is_granted_until_the_running_ones_a
     let a = start(&flags(&url, "3000", "delay_ms=6000", "2")).await;
     let b = start(&flags(&url, "3000", "delay_ms=300", "4")).await;
     past_grace(&a).await;
-    let a_calls = [post(&a), post(&a)];
-    eventually("A holds both permits", || async {
-        (held(&a) == LIMIT)
-            .then_some(())
-            .ok_or(format!("A holds {}", held(&a)))
-    })
-    .await;
+    let a_calls = a_takes_the_limit(&a).await;
     // Redis restarts right after one of A's heartbeats, so the next one — which asserts A's
     // leases again — is a second away: B asks Redis before it.
-    let renewals = || a.state.admission.global().unwrap().totals().renewals;
-    let before = renewals();
-    eventually("a heartbeat of A", || async {
-        (renewals() > before)
-            .then_some(())
-            .ok_or(format!("{} renewals", renewals()))
-    })
-    .await;
+    a_heartbeat(&a).await;
     redis.stop();
     redis.run();
     assert_eq!(redis.holders(), 0, "Redis restarted without the leases");
-    let g = eventually("B reaches Redis again", || async {
-        let g = global(&b).await;
-        g["holders"]
-            .is_u64()
-            .then_some(g.clone())
-            .ok_or(g.to_string())
-    })
-    .await;
+    let g = reaches_redis_again(&b).await;
     // The first script to run on the empty Redis opened a grace of one TTL.
     assert!(
         g["grace_ms"].as_u64() > Some(0),
         "no grace after the restart: {g}"
     );
     let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
-    never_past_the_limit(&a, &b, a_calls.into(), b_calls, &redis).await;
+    never_past_the_limit(&a, &b, a_calls, b_calls, &redis).await;
     a.stop().await;
     b.stop().await;
 }
@@ -155,21 +171,8 @@ async fn after_redis_restarts_from_an_older_snapshot_no_lease_is_granted_past_th
     past_grace(&a).await;
     // The snapshot: the deployment's keys, no lease.
     assert_eq!(redis.command("SAVE"), "+OK");
-    let a_calls = vec![post(&a), post(&a)];
-    eventually("A holds both permits", || async {
-        (held(&a) == LIMIT)
-            .then_some(())
-            .ok_or(format!("A holds {}", held(&a)))
-    })
-    .await;
-    let renewals = || a.state.admission.global().unwrap().totals().renewals;
-    let before = renewals();
-    eventually("a heartbeat of A", || async {
-        (renewals() > before)
-            .then_some(())
-            .ok_or(format!("{} renewals", renewals()))
-    })
-    .await;
+    let a_calls = a_takes_the_limit(&a).await;
+    a_heartbeat(&a).await;
     redis.stop();
     redis.run();
     assert_eq!(redis.holders(), 0, "Redis came back from the snapshot");
@@ -178,14 +181,7 @@ async fn after_redis_restarts_from_an_older_snapshot_no_lease_is_granted_past_th
         ":1",
         "the snapshot kept the marker"
     );
-    let g = eventually("B reaches Redis again", || async {
-        let g = global(&b).await;
-        g["holders"]
-            .is_u64()
-            .then_some(g.clone())
-            .ok_or(g.to_string())
-    })
-    .await;
+    let g = reaches_redis_again(&b).await;
     assert!(
         g["grace_ms"].as_u64() > Some(0),
         "no grace after the restart from a snapshot: {g}"
@@ -343,23 +339,10 @@ async fn after_redis_goes_back_to_older_data_in_place_no_lease_is_granted_past_t
     past_grace(&a).await;
     // The older data: the deployment's keys, no lease.
     assert_eq!(redis.command(COPY), ":1");
-    let a_calls = vec![post(&a), post(&a)];
-    eventually("A holds both permits", || async {
-        (held(&a) == LIMIT)
-            .then_some(())
-            .ok_or(format!("A holds {}", held(&a)))
-    })
-    .await;
+    let a_calls = a_takes_the_limit(&a).await;
     assert_eq!(global(&b).await["holders"], LIMIT, "B saw A's leases");
     // Right after one of A's heartbeats, so that B asks Redis before the next one.
-    let renewals = || a.state.admission.global().unwrap().totals().renewals;
-    let before = renewals();
-    eventually("a heartbeat of A", || async {
-        (renewals() > before)
-            .then_some(())
-            .ok_or(format!("{} renewals", renewals()))
-    })
-    .await;
+    a_heartbeat(&a).await;
     assert_eq!(redis.command(BRING_BACK), ":1");
     assert_eq!(redis.holders(), 0, "Redis went back to before A's leases");
     let b_calls: Vec<_> = (0..4).map(|_| post(&b)).collect();
