@@ -35,7 +35,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     if !trusted_roots.is_empty() {
         tracing::info!(
             files = ?trusted_roots.files(),
-            certificates = trusted_roots.certificates().len(),
+            certificates = trusted_roots.anchors().len(),
             "outbound HTTPS trusts these CA files beside the compiled-in roots"
         );
     }

@@ -71,11 +71,11 @@ fn pool(
     http.set_connect_timeout(Some(connect_timeout));
     http.set_nodelay(true);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // The operator's CAs were parsed (and checked) once, when they were loaded.
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
-    // Checked when they were loaded: each is a usable root.
-    let (_, _) = roots.add_parsable_certificates(trusted.certificates().iter().cloned());
+    roots.roots.extend(trusted.anchors().iter().cloned());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ClientError(e.to_string()))?

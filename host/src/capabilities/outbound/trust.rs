@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, TrustAnchor};
 
 /// Most CA certificates taken from the operator's files, together.
 pub const MAX_TRUSTED_CAS: usize = 256;
@@ -18,7 +18,8 @@ pub const MAX_CA_FILE_BYTES: u64 = 4 << 20;
 /// Extra roots of trust, shared by every plugin's client.
 #[derive(Clone, Default)]
 pub struct TrustedRoots {
-    certificates: Arc<Vec<CertificateDer<'static>>>,
+    /// Parsed once, when loaded: every plugin's client adds these to its roots as they are.
+    anchors: Arc<Vec<TrustAnchor<'static>>>,
     files: Arc<Vec<PathBuf>>,
 }
 
@@ -49,29 +50,27 @@ impl TrustedRoots {
     /// The CA certificates of each PEM file in `files` (each must hold at least one, and every
     /// one must be usable as a root).
     pub fn load(files: &[PathBuf]) -> Result<Self, TrustError> {
-        let mut certificates = Vec::new();
+        let mut store = rustls::RootCertStore::empty();
         for path in files {
             let found = read(path)?;
-            if certificates.len() + found.len() > MAX_TRUSTED_CAS {
+            if store.len() + found.len() > MAX_TRUSTED_CAS {
                 return Err(TrustError::TooMany);
             }
-            let mut store = rustls::RootCertStore::empty();
-            for (index, certificate) in found.iter().enumerate() {
+            for (index, certificate) in found.into_iter().enumerate() {
                 store
-                    .add(certificate.clone())
+                    .add(certificate)
                     .map_err(|e| TrustError::NotARoot(path.clone(), index + 1, e.to_string()))?;
             }
-            certificates.extend(found);
         }
         Ok(Self {
-            certificates: Arc::new(certificates),
+            anchors: Arc::new(store.roots),
             files: Arc::new(files.to_vec()),
         })
     }
 
-    /// The certificates, to add to a client's root store.
-    pub fn certificates(&self) -> &[CertificateDer<'static>] {
-        &self.certificates
+    /// The roots, to add to a client's root store.
+    pub fn anchors(&self) -> &[TrustAnchor<'static>] {
+        &self.anchors
     }
 
     /// The files they came from (for `/state` and the start-up line: paths only).
@@ -81,7 +80,7 @@ impl TrustedRoots {
 
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
-        self.certificates.is_empty()
+        self.anchors.is_empty()
     }
 }
 
@@ -115,7 +114,7 @@ fn pem_error_kind(error: &rustls::pki_types::pem::Error) -> String {
 impl std::fmt::Debug for TrustedRoots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TrustedRoots")
-            .field("certificates", &self.certificates.len())
+            .field("anchors", &self.anchors.len())
             .field("files", &self.files)
             .finish()
     }
@@ -123,7 +122,7 @@ impl std::fmt::Debug for TrustedRoots {
 
 impl PartialEq for TrustedRoots {
     fn eq(&self, other: &Self) -> bool {
-        self.certificates == other.certificates
+        self.anchors == other.anchors
     }
 }
 
