@@ -26,7 +26,7 @@ use crate::support::upstream::Upstream;
 const QUESTION: &str = "how do I parse a json string";
 
 /// Short bounds: a hostile upstream costs a call at most about their sum.
-fn short_bounds() -> OutboundOptions {
+pub(crate) fn short_bounds() -> OutboundOptions {
     OutboundOptions {
         connect_timeout: Duration::from_millis(500),
         first_byte_timeout: Duration::from_millis(500),
@@ -108,7 +108,7 @@ fn assert_answered(result: &Result<Vec<Source>, PluginError>, stats: &CallStats)
 
 /// A call whose answer failed: it kept its sources, said its answer `failed`, and logged why —
 /// the message it returns.
-fn failed_answer(result: Result<Vec<Source>, PluginError>, stats: &CallStats) -> String {
+pub(crate) fn failed_answer(result: Result<Vec<Source>, PluginError>, stats: &CallStats) -> String {
     let sources = result.expect("the sources, kept when the answer fails");
     assert!(!sources.is_empty(), "no sources");
     assert_eq!(stats.used.answer.text, None);

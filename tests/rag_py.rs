@@ -13,14 +13,13 @@ use turnstile_fixtures as components;
 use turnstile_host::capabilities::answer::{
     AnswerEvent, AnswerEvents, FinishReason, answer_stream,
 };
-use turnstile_host::capabilities::outbound::{
-    FailureKind, Origins, OutboundOptions, SignalKind, UpstreamSignal,
-};
+use turnstile_host::capabilities::outbound::{FailureKind, Origins, SignalKind, UpstreamSignal};
 use turnstile_host::{
     Asked, CallInput, CallStats, CapabilityOptions, ClientLink, Plugin, PluginConfig, PluginError,
     PluginRuntime, PluginSource, Provision, RuntimeOptions, Source,
 };
 
+use crate::outbound::{failed_answer, short_bounds};
 use crate::support::upstream::Upstream;
 use crate::support::{STATE_DEADLINE, cache_dir};
 
@@ -32,14 +31,8 @@ fn runtime() -> PluginRuntime {
         max_instances: 4,
         cache_dir: Some(cache_dir().join("plugins")),
         capabilities: CapabilityOptions {
-            // Short bounds, as tests/outbound.rs has them: a stuck call would show at once.
-            outbound: OutboundOptions {
-                connect_timeout: Duration::from_millis(500),
-                first_byte_timeout: Duration::from_millis(500),
-                between_bytes_timeout: Duration::from_millis(500),
-                max_response_bytes: 64 << 10,
-                ..OutboundOptions::default()
-            },
+            // tests/outbound.rs's short bounds: a stuck call would show at once.
+            outbound: short_bounds(),
             ..CapabilityOptions::default()
         },
         ..RuntimeOptions::default()
@@ -117,21 +110,6 @@ fn all(mut events: AnswerEvents) -> Vec<AnswerEvent> {
         }
         seen
     })
-}
-
-/// A call whose answer failed: it kept its sources, said its answer `failed`, and logged why —
-/// the message it returns.
-fn failed_answer(result: Result<Vec<Source>, PluginError>, stats: &CallStats) -> String {
-    let sources = result.expect("the sources, kept when the answer fails");
-    assert!(!sources.is_empty(), "no sources");
-    assert_eq!(stats.used.answer.text, None);
-    assert_eq!(stats.used.answer.finish, Some(FinishReason::Failed));
-    stats
-        .used
-        .log
-        .last_warning
-        .clone()
-        .expect("the plugin says why in the log")
 }
 
 #[test]
