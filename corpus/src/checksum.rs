@@ -23,25 +23,32 @@ const ALGORITHM: &str = "xxh3-128/64MiB";
 const CHUNK: u64 = 64 << 20;
 
 /// The most threads one check uses.
-const MAX_THREADS: usize = 4;
+pub(crate) const MAX_THREADS: usize = 4;
 
 /// The blocks a thread reads a chunk in: its memory (a thread's buffer, reused).
 const BLOCK: u64 = 1 << 20;
 
 /// The checksum of the whole file at `path`, as the checksum file records it:
 /// `xxh3-128/64MiB:<32 lowercase hex digits>`.
+#[cfg(test)]
 pub(crate) fn of_file(path: &Path) -> std::io::Result<String> {
-    in_chunks(path, CHUNK, BLOCK)
+    of_file_on(path, MAX_THREADS)
 }
 
-/// [`of_file`] with chunks of `chunk` bytes, read in blocks of `block` bytes.
-fn in_chunks(path: &Path, chunk: u64, block: u64) -> std::io::Result<String> {
+/// [`of_file`] on at most `threads` threads (the same checksum whatever their number).
+pub(crate) fn of_file_on(path: &Path, threads: usize) -> std::io::Result<String> {
+    in_chunks(path, CHUNK, BLOCK, threads)
+}
+
+/// [`of_file`] with chunks of `chunk` bytes, read in blocks of `block` bytes, on at most
+/// `threads` threads.
+fn in_chunks(path: &Path, chunk: u64, block: u64, threads: usize) -> std::io::Result<String> {
     let file = std::fs::File::open(path)?;
     let length = file.metadata()?.len();
     let chunks = usize::try_from(length.div_ceil(chunk)).unwrap_or(usize::MAX);
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .clamp(1, MAX_THREADS)
+        .clamp(1, threads.clamp(1, MAX_THREADS))
         .min(chunks.max(1));
     // Thread `t` hashes chunks t, t + threads, t + 2 × threads, …
     let per_thread: Vec<std::io::Result<Vec<(usize, u128)>>> = std::thread::scope(|scope| {
@@ -150,7 +157,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         const SMALL: u64 = 4096;
-        let of_file = |path: &Path| in_chunks(path, SMALL, 1000);
+        let of_file = |path: &Path| in_chunks(path, SMALL, 1000, MAX_THREADS);
         let of_bytes = |bytes: &[u8]| of_bytes_in(bytes, SMALL);
         let chunk = SMALL as usize;
         let bytes: Vec<u8> = (0..9 * chunk + 1000).map(|i| (i % 251) as u8).collect();
@@ -165,6 +172,11 @@ mod tests {
         );
         assert_eq!(whole.len(), "xxh3-128/64MiB:".len() + 32);
         assert_eq!(of_file(&path).unwrap(), whole);
+        assert_eq!(
+            in_chunks(&path, SMALL, 1000, 1).unwrap(),
+            whole,
+            "one thread"
+        );
         assert_eq!(of_bytes(&bytes), whole);
         for at in [0, chunk - 1, chunk, 9 * chunk + 999] {
             let mut changed = bytes.clone();

@@ -7,7 +7,7 @@ use turnstile_embed::Embedder;
 
 use super::disjunction::TOKENIZER;
 use super::document::{CorpusBytes, Document, load_documents};
-use super::{CorpusError, checksum, term_index, vectors};
+use super::{CorpusError, checksum, flat, source_stamp, term_index, vectors};
 
 /// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
 /// 2: the `ids` table (lookups by id use an index) and the content checksum.
@@ -17,7 +17,9 @@ use super::{CorpusError, checksum, term_index, vectors};
 /// 6: the `ivf` table (a large corpus's inverted file over its vectors, built with the index).
 /// 7: the `term_index` table replaces `postings`, `doc_sizes` and `doc_terms` (arrays, loaded
 ///    fast); the file's checksum beside it is an xxh3-128, checked instead of FTS5's integrity.
-const SCHEMA_VERSION: &str = "8";
+/// 8: the `links` table (a source's url and fields).
+/// 9: a large corpus's f32 vectors flat beside the index (`flat.rs`), in list order.
+const SCHEMA_VERSION: &str = "9";
 
 /// Where the index came from at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -28,6 +30,46 @@ pub enum IndexOrigin {
     Reused,
     /// The index was built from the corpus now.
     Built,
+}
+
+/// Whether a reused index's bytes are the ones checked when it was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum IndexChecksum {
+    /// Checked whole: built now, or reused after its checksum matched.
+    Verified,
+    /// Reused at start on its recorded corpus and schema; its checksum is being computed in the
+    /// background ([`CorpusIndex::verify_in_background`]).
+    Checking,
+    /// Its checksum does not match: the server is not ready, and the next start rebuilds it.
+    Damaged,
+}
+
+/// The shared, changing [`IndexChecksum`] of one index.
+#[derive(Debug, Clone)]
+pub struct ChecksumStatus(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl ChecksumStatus {
+    fn new(status: IndexChecksum) -> Self {
+        Self(std::sync::Arc::new(std::sync::atomic::AtomicU8::new(
+            status as u8,
+        )))
+    }
+
+    fn set(&self, status: IndexChecksum) {
+        self.0
+            .store(status as u8, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The status now.
+    pub fn get(&self) -> IndexChecksum {
+        match self.0.load(std::sync::atomic::Ordering::Acquire) {
+            0 => IndexChecksum::Verified,
+            1 => IndexChecksum::Checking,
+            _ => IndexChecksum::Damaged,
+        }
+    }
 }
 
 /// A built, read-only FTS5 index of one corpus.
@@ -43,6 +85,8 @@ pub struct CorpusIndex {
     pub documents: u64,
     /// Whether the index was reused from the cache or built now.
     pub origin: IndexOrigin,
+    /// Whether its bytes were checked against its recorded checksum.
+    pub checksum: ChecksumStatus,
 }
 
 impl CorpusIndex {
@@ -76,6 +120,7 @@ impl CorpusIndex {
             source: corpus.name.clone(),
             documents,
             origin: IndexOrigin::Reused,
+            checksum: ChecksumStatus::new(IndexChecksum::Verified),
         };
         if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
             mark_used(&path);
@@ -124,11 +169,36 @@ impl CorpusIndex {
                 path: tmp.path().to_owned(),
                 source,
             })?;
-        let file_checksum =
-            checksum::of_file(tmp.path()).map_err(|source| CorpusError::IndexIo {
-                path: tmp.path().to_owned(),
+        // A large corpus's vectors, flat, in its inverted file's list order (`flat.rs`).
+        let flat_tmp = tempfile::Builder::new()
+            .prefix(&temporary_prefix(&lock_path))
+            .suffix(".tmp")
+            .tempfile_in(cache_dir)
+            .map_err(|source| CorpusError::IndexIo {
+                path: cache_dir.to_owned(),
                 source,
             })?;
+        let has_flat = flat::write_for_index(tmp.path(), model.dims(), flat_tmp.as_file())
+            .map_err(|source| CorpusError::Index {
+                path: flat_tmp.path().to_owned(),
+                source,
+            })?;
+        let file_checksum =
+            files_checksum(tmp.path(), has_flat.then(|| flat_tmp.path())).map_err(|source| {
+                CorpusError::IndexIo {
+                    path: tmp.path().to_owned(),
+                    source,
+                }
+            })?;
+        if has_flat {
+            let beside = flat::path_beside(&path);
+            flat_tmp
+                .persist(&beside)
+                .map_err(|e| CorpusError::IndexIo {
+                    path: beside,
+                    source: e.error,
+                })?;
+        }
         tmp.persist(&path).map_err(|e| CorpusError::IndexIo {
             path: path.clone(),
             source: e.error,
@@ -147,7 +217,72 @@ impl CorpusIndex {
             source: corpus.name.clone(),
             documents,
             origin: IndexOrigin::Built,
+            checksum: ChecksumStatus::new(IndexChecksum::Verified),
         })
+    }
+
+    /// At start, the index of the corpus file at `corpus` without reading the file, if its
+    /// stamp in `cache_dir` (`source_stamp.rs`) says it is unchanged since its JSON Lines were
+    /// hashed, and `cache_dir` holds an index of them
+    /// whose recorded corpus, schema and embedding model are these, with its checksum beside
+    /// it — without reading the whole file: its checksum is then computed in the background
+    /// ([`Self::verify_in_background`]), so a start from a cold disk reads only what loading
+    /// the index reads. `None`: open it the whole way ([`Self::open_or_build_hashed`]).
+    pub fn reuse_at_start(corpus: &Path, cache_dir: &Path) -> Option<Self> {
+        let sha256 = source_stamp::recorded_sha256(cache_dir, corpus)?;
+        let model = vectors::model().ok()?;
+        let path = Self::cache_path(cache_dir, &sha256);
+        let recorded = std::fs::read_to_string(checksum_path(&path)).ok()?;
+        let flat = flat::path_beside(&path);
+        // A flat file recorded is one present, and the other way round.
+        if recorded.contains(" vectors ") != flat.exists() {
+            return None;
+        }
+        let documents = recorded_documents(&path, &sha256, model.fingerprint())?;
+        mark_used(&path);
+        Some(Self {
+            path,
+            sha256,
+            source: corpus.display().to_string(),
+            documents,
+            origin: IndexOrigin::Reused,
+            checksum: ChecksumStatus::new(IndexChecksum::Checking),
+        })
+    }
+
+    /// Computes the checksum of an index reused by [`Self::reuse_at_start`] on a thread of its
+    /// own (one core, so serving keeps the others), and records the outcome in
+    /// [`Self::checksum`]: `Verified`, or `Damaged` — logged as an error, and the checksum file
+    /// beside the index removed, so that the next start rebuilds it. Nothing for an index
+    /// checked already.
+    pub fn verify_in_background(&self) {
+        if self.checksum.get() != IndexChecksum::Checking {
+            return;
+        }
+        let (path, status) = (self.path.clone(), self.checksum.clone());
+        let spawned = std::thread::Builder::new()
+            .name("index-checksum".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let recorded = std::fs::read_to_string(checksum_path(&path)).ok();
+                let flat = flat::path_beside(&path);
+                let actual =
+                    files_checksum_on(&path, flat.exists().then_some(flat.as_path()), 1).ok();
+                match (recorded, actual) {
+                    (Some(recorded), Some(actual)) if checksum::matches(&recorded, &actual) => {
+                        status.set(IndexChecksum::Verified);
+                        tracing::info!(path = %path.display(), seconds = started.elapsed().as_secs_f64(), "corpus index checksum verified");
+                    }
+                    _ => {
+                        status.set(IndexChecksum::Damaged);
+                        let removed = std::fs::remove_file(checksum_path(&path)).is_ok();
+                        tracing::error!(path = %path.display(), checksum_removed = removed, "the corpus index does not match the checksum written when it was built: not ready; restart to rebuild it");
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the corpus index checksum; it stays unchecked");
+        }
     }
 
     /// Where the index of the corpus whose JSON Lines hash to `sha256` (lowercase hex) is kept
@@ -172,7 +307,8 @@ impl CorpusIndex {
             return None;
         }
         let recorded_file = std::fs::read_to_string(checksum_path(path)).ok();
-        let actual_file = checksum::of_file(path).ok();
+        let flat = flat::path_beside(path);
+        let actual_file = files_checksum(path, flat.exists().then_some(flat.as_path())).ok();
         let whole = match (&recorded_file, &actual_file) {
             (Some(recorded), Some(actual)) => checksum::matches(recorded, actual),
             _ => false,
@@ -181,26 +317,48 @@ impl CorpusIndex {
             tracing::warn!(path = %path.display(), "corpus index does not match the checksum written when it was built; rebuilding");
             return None;
         }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .ok()?;
-        let meta = |key: &str| -> Option<String> {
-            conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-                .ok()
-        };
-        if meta("sha256")? != sha256
-            || meta("schema")? != SCHEMA_VERSION
-            || meta("embedding_model")? != model
-        {
-            return None;
-        }
-        meta("documents")?.parse().ok()
+        recorded_documents(path, sha256, model)
     }
 }
 
-/// Where an index file's own checksum ([`checksum::of_file`]) is kept: beside it,
+/// The document count the index at `path` records, if it also records this corpus (`sha256`),
+/// this build's schema and this embedding model.
+fn recorded_documents(path: &Path, sha256: &str, model: &str) -> Option<u64> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    let meta = |key: &str| -> Option<String> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .ok()
+    };
+    if meta("sha256")? != sha256
+        || meta("schema")? != SCHEMA_VERSION
+        || meta("embedding_model")? != model
+    {
+        return None;
+    }
+    meta("documents")?.parse().ok()
+}
+
+/// The checksum an index is recorded and checked with: its file's ([`checksum::of_file`]),
+/// then, for a large corpus, its flat vectors' (`… vectors <checksum>`).
+fn files_checksum(index: &Path, flat: Option<&Path>) -> std::io::Result<String> {
+    files_checksum_on(index, flat, checksum::MAX_THREADS)
+}
+
+/// [`files_checksum`] on at most `threads` threads.
+fn files_checksum_on(index: &Path, flat: Option<&Path>, threads: usize) -> std::io::Result<String> {
+    let mut checksum = checksum::of_file_on(index, threads)?;
+    if let Some(flat) = flat {
+        checksum.push_str(" vectors ");
+        checksum.push_str(&checksum::of_file_on(flat, threads)?);
+    }
+    Ok(checksum)
+}
+
+/// Where an index file's own checksum ([`files_checksum`]) is kept: beside it,
 /// `<name>.sha256`. The name is older than the algorithm (the file once held a sha256): the
 /// cache (`turnstile-host`'s `cache_trim`) finds an entry's checksum — the file a user of the
 /// entry locks, and whose time marks it used — by this name.
@@ -383,6 +541,34 @@ fn verify_built(path: &Path) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A large corpus's checksum covers its flat vectors: any byte of either file changed
+    /// changes it (and so the index is rebuilt), and a flat file that appeared beside an index
+    /// recorded without one does not match either.
+    #[test]
+    fn the_checksum_covers_the_flat_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (index, vectors) = (
+            dir.path().join("i.sqlite"),
+            dir.path().join("i.sqlite.vectors"),
+        );
+        std::fs::write(&index, b"index bytes").unwrap();
+        std::fs::write(&vectors, vec![7u8; 4096]).unwrap();
+        let alone = files_checksum(&index, None).unwrap();
+        let both = files_checksum(&index, Some(&vectors)).unwrap();
+        assert_eq!(alone, checksum::of_file(&index).unwrap());
+        assert!(
+            both.starts_with(&format!("{alone} vectors xxh3-128/64MiB:")),
+            "{both}"
+        );
+        let mut changed = vec![7u8; 4096];
+        changed[4000] = 8;
+        std::fs::write(&vectors, &changed).unwrap();
+        let after = files_checksum(&index, Some(&vectors)).unwrap();
+        assert_ne!(after, both);
+        assert!(!checksum::matches(&both, &after));
+        assert!(!checksum::matches(&alone, &after));
+    }
 
     /// A cache file that is torn or whose content was altered is rebuilt, not reused.
     #[test]

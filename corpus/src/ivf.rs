@@ -23,6 +23,7 @@ use std::collections::BinaryHeap;
 
 use rusqlite::{Connection, Transaction, params};
 
+use super::kernel::{self, Kernel};
 use super::parallel;
 
 /// The smallest corpus searched through its inverted file; below it every document is scanned
@@ -368,8 +369,10 @@ fn quantize(values: &[f32], codes: &mut Vec<i8>) -> f32 {
 /// The inverted file in memory, as stored: lists one after another.
 pub(crate) struct InvertedFile {
     dims: usize,
-    /// Unit centroids, row-major (`lists × dims`).
-    centroids: Vec<f32>,
+    /// The unit centroids coded as the documents are (8 bits, one scale each), row-major: the
+    /// lists a question probes are chosen by the same integer kernel as its candidates.
+    centroid_codes: Vec<i8>,
+    centroid_scales: Vec<f32>,
     /// Where each list's run starts in `order`, `codes` and `scales` (`lists + 1` entries).
     starts: Vec<usize>,
     /// Every document's position, list by list.
@@ -377,6 +380,15 @@ pub(crate) struct InvertedFile {
     /// Their codes (`dims` each) and scales, in the same order.
     codes: Vec<i8>,
     scales: Vec<f32>,
+}
+
+/// One document the inverted file offers for a question: its position (rowid order), its row
+/// (list order: where the flat vectors hold it), and the most its exact similarity can be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Candidate {
+    pub(crate) position: u32,
+    pub(crate) row: u32,
+    pub(crate) high: f64,
 }
 
 impl InvertedFile {
@@ -392,29 +404,34 @@ impl InvertedFile {
         let mut rows = stmt.query([])?;
         let mut file = Self {
             dims,
-            centroids: Vec::new(),
+            centroid_codes: Vec::new(),
+            centroid_scales: Vec::new(),
             starts: vec![0],
             order: Vec::with_capacity(documents),
             codes: Vec::new(),
             scales: Vec::with_capacity(documents),
         };
+        let mut centroid = Vec::with_capacity(dims);
         while let Some(row) = rows.next()? {
             if row.get::<_, i64>(0)? != i64::try_from(file.starts.len() - 1).unwrap_or(-1) {
                 return Err(corrupt("list numbers"));
             }
-            let centroid = row.get_ref(1)?.as_blob()?;
+            let centroid_bytes = row.get_ref(1)?.as_blob()?;
             let members = row.get_ref(2)?.as_blob()?;
             let codes = row.get_ref(3)?.as_blob()?;
             let scales = row.get_ref(4)?.as_blob()?;
             let count = members.len() / 4;
-            if centroid.len() != dims * 4
+            if centroid_bytes.len() != dims * 4
                 || members.len() % 4 != 0
                 || codes.len() != count * dims
                 || scales.len() != count * 4
             {
                 return Err(corrupt("a list of inconsistent sizes"));
             }
-            file.centroids.extend(floats(centroid));
+            centroid.clear();
+            centroid.extend(floats(centroid_bytes));
+            file.centroid_scales
+                .push(quantize(&centroid, &mut file.centroid_codes));
             file.order.extend(
                 members
                     .chunks_exact(4)
@@ -446,18 +463,40 @@ impl InvertedFile {
         self.starts.len() - 1
     }
 
-    /// Bytes held, for reports.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.centroids.len() * 4 + self.order.len() * 4 + self.codes.len() + self.scales.len() * 4
+    /// Every document's position, in list order (row `r` of the flat vectors is the document
+    /// at position `order()[r]`).
+    #[cfg(test)]
+    pub(crate) fn order(&self) -> &[u32] {
+        &self.order
     }
 
-    /// The positions of the `wanted` documents whose codes score best against `query` among the
-    /// members of its `probes` nearest lists (fewer if the lists hold fewer), best first.
-    pub(crate) fn candidates(&self, query: &[f32], probes: usize, wanted: usize) -> Vec<u32> {
-        let mut lists: Vec<(f32, usize)> = self
-            .centroids
-            .chunks_exact(self.dims)
-            .map(|c| dot(c, query))
+    /// Bytes held, for reports.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.centroid_codes.len()
+            + self.centroid_scales.len() * 4
+            + self.order.len() * 4
+            + self.codes.len()
+            + self.scales.len() * 4
+    }
+
+    /// The `wanted` documents whose codes score best against `query` among the members of its
+    /// `probes` nearest lists (fewer if the lists hold fewer), best estimate first, each with a
+    /// bound its exact similarity cannot pass.
+    ///
+    /// The question is coded to 16 bits ([`kernel::question_code_max`]), so the estimate's error
+    /// is nearly all the document's 8-bit rounding: with `v = s·c + δ` (`|δᵢ| ≤ s/2`) and
+    /// `q = t·e + ε` (`|εᵢ| ≤ t/2`), `|v·q − s·t·(c·e)| ≤ s·(t/2·Σ|cᵢ| + ‖q‖₁/2)`, and
+    /// `Σ|cᵢ| ≤ 127·dims`.
+    pub(crate) fn candidates(&self, query: &[f32], probes: usize, wanted: usize) -> Vec<Candidate> {
+        let kernel = Kernel::detected();
+        let (q, step) = question_codes(query);
+        let mut sums = Vec::with_capacity(self.lists());
+        kernel.dot_rows(&self.centroid_codes, &q, &mut sums);
+        #[allow(clippy::cast_precision_loss)] // an estimate: f32 keeps 24 bits of the sum
+        let mut lists: Vec<(f32, usize)> = sums
+            .iter()
+            .zip(&self.centroid_scales)
+            .map(|(sum, scale)| scale * *sum as f32)
             .enumerate()
             .map(|(i, s)| (s, i))
             .collect();
@@ -467,20 +506,24 @@ impl InvertedFile {
             lists.select_nth_unstable_by(probes - 1, better);
             lists.truncate(probes);
         }
-        let mut q = Vec::with_capacity(self.dims);
-        quantize(query, &mut q);
-        let q: Vec<i16> = q.into_iter().map(i16::from).collect();
         // The best `wanted` by estimate, in a heap whose top is the worst kept: most documents
         // are turned away by one comparison.
         let wanted = wanted.max(1);
         let mut best: BinaryHeap<Estimate> = BinaryHeap::with_capacity(wanted + 1);
         for &(_, list) in &lists {
-            for row in self.starts[list]..self.starts[list + 1] {
-                let codes = &self.codes[row * self.dims..(row + 1) * self.dims];
-                #[allow(clippy::cast_precision_loss)] // |sum| < 2^22: exact in f32
+            let rows = self.starts[list]..self.starts[list + 1];
+            sums.clear();
+            kernel.dot_rows(
+                &self.codes[rows.start * self.dims..rows.end * self.dims],
+                &q,
+                &mut sums,
+            );
+            for (row, sum) in rows.zip(&sums) {
+                #[allow(clippy::cast_precision_loss)] // an estimate: f32 keeps 24 bits of the sum
                 let estimate = Estimate {
-                    score: self.scales[row] * dot_codes(codes, &q) as f32,
+                    score: self.scales[row] * *sum as f32,
                     position: self.order[row],
+                    row: u32::try_from(row).unwrap_or(u32::MAX),
                 };
                 if best.len() < wanted {
                     best.push(estimate);
@@ -490,11 +533,48 @@ impl InvertedFile {
                 }
             }
         }
+        let l1: f64 = query.iter().map(|x| f64::from(x.abs())).sum();
+        #[allow(clippy::cast_precision_loss)] // dims: a few thousand at most
+        let most_codes = f64::from(CODE_MAX) * self.dims as f64;
         best.into_sorted_vec()
             .into_iter()
-            .map(|e| e.position)
+            .map(|e| {
+                let scale = f64::from(self.scales[e.row as usize]);
+                let estimate = f64::from(e.score) * step;
+                // The coding error (above), the estimate's f32 rounding, and the exact
+                // product's own f32 rounding (`vectors.rs`), with room to spare.
+                let error = scale * (step / 2.0 * most_codes + l1 / 2.0)
+                    + estimate.abs() * 1e-6
+                    + 1e-4 * scale * f64::from(CODE_MAX) * l1;
+                Candidate {
+                    position: e.position,
+                    row: e.row,
+                    high: estimate + error,
+                }
+            })
             .collect()
     }
+}
+
+/// The question coded to integers of at most [`kernel::question_code_max`], and its step (the
+/// value of one code): `value ≈ step × code`, off by at most `step / 2`.
+fn question_codes(query: &[f32]) -> (Vec<i16>, f64) {
+    let max = f64::from(kernel::question_code_max(query.len()));
+    let step = query.iter().fold(0f64, |m, x| m.max(f64::from(x.abs()))) / max;
+    let codes = query
+        .iter()
+        .map(|x| {
+            let code = if step > 0.0 {
+                (f64::from(*x) / step).round().clamp(-max, max)
+            } else {
+                0.0
+            };
+            #[allow(clippy::cast_possible_truncation)] // within ±max by the clamp
+            let code = code as i16;
+            code
+        })
+        .collect();
+    (codes, step)
 }
 
 /// A document's estimated similarity, ordered best first: higher score, then lower position.
@@ -502,6 +582,7 @@ impl InvertedFile {
 struct Estimate {
     score: f32,
     position: u32,
+    row: u32,
 }
 
 impl Ord for Estimate {
@@ -530,32 +611,6 @@ impl Eq for Estimate {}
 fn floats(blob: &[u8]) -> impl Iterator<Item = f32> + '_ {
     blob.chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-/// The integer dot product of a document's codes and a query's (widened to 16 bits once per
-/// query): each product is at most 127², so a sum of up to 2¹⁷ of them fits an i32.
-///
-/// Not inlined: compiled alone it becomes `pmaddwd` over sixteen lanes (~40 ns for 256
-/// dimensions); inlined into the scan of [`InvertedFile::candidates`] the compiler left it a
-/// byte at a time (~125 ns, measured with `perf annotate` on a million passages).
-#[inline(never)]
-fn dot_codes(a: &[i8], b: &[i16]) -> i32 {
-    const LANES: usize = 16;
-    let (chunks_a, rest_a) = a.as_chunks::<LANES>();
-    let (chunks_b, rest_b) = b.as_chunks::<LANES>();
-    // Sixteen independent sums: the compiler keeps them in vector registers (more spill).
-    let mut sums = [0i32; LANES];
-    for (x, y) in chunks_a.iter().zip(chunks_b) {
-        for i in 0..LANES {
-            sums[i] += i32::from(x[i]) * i32::from(y[i]);
-        }
-    }
-    let tail: i32 = rest_a
-        .iter()
-        .zip(rest_b)
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    sums.iter().sum::<i32>() + tail
 }
 
 /// The dot product of two vectors: their cosine similarity when both have unit length.
@@ -783,8 +838,22 @@ mod tests {
             let truth = exact(&values, dims, q, k);
             // As many candidates as the server scores exactly: `k + 10`, not more.
             let wanted = crate::vectors::rescored(k);
-            let found = file.candidates(q, PROBES, wanted);
-            assert!(found.len() <= wanted);
+            let candidates = file.candidates(q, PROBES, wanted);
+            assert!(candidates.len() <= wanted);
+            // No document's exact similarity passes its bound; rows are where the flat
+            // vectors hold it.
+            for c in &candidates {
+                let p = c.position as usize;
+                let exact = f64::from(dot(&values[p * dims..(p + 1) * dims], q));
+                assert!(exact <= c.high, "{exact} above its bound {}", c.high);
+                assert!(
+                    c.high - exact < 0.1,
+                    "a loose bound: {} for {exact}",
+                    c.high
+                );
+                assert_eq!(file.order()[c.row as usize], c.position);
+            }
+            let found: Vec<u32> = candidates.iter().map(|c| c.position).collect();
             hits += truth.iter().filter(|t| found.contains(t)).count();
             total += k;
         }
@@ -809,19 +878,6 @@ mod tests {
             InvertedFile::load(&conn, dims, n).is_err(),
             "a document in two lists"
         );
-    }
-
-    #[test]
-    fn dot_codes_is_exact_at_the_extremes() {
-        for n in [0, 1, 31, 32, 33, 256, 257] {
-            let a = vec![-127i8; n];
-            let b = vec![-127i16; n];
-            assert_eq!(
-                dot_codes(&a, &b),
-                i32::try_from(n).unwrap() * 127 * 127,
-                "length {n}"
-            );
-        }
     }
 
     #[test]

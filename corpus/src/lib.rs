@@ -5,11 +5,14 @@ mod checksum;
 mod disjunction;
 mod document;
 mod error;
+mod flat;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
 mod ivf;
+#[doc(hidden)]
+pub mod kernel;
 mod labels;
 mod limits;
 pub mod metadata;
@@ -21,6 +24,7 @@ mod reader;
 mod regular_file;
 mod session;
 mod shared;
+mod source_stamp;
 mod term_index;
 mod vectors;
 
@@ -32,9 +36,10 @@ pub use document::{
     read_corpus, read_corpus_from, read_corpus_within,
 };
 pub use error::CorpusError;
-pub use index::{CorpusIndex, IndexOrigin};
+pub use index::{ChecksumStatus, CorpusIndex, IndexChecksum, IndexOrigin};
 pub use limits::SessionLimits;
 pub use metadata::MAX_KIND_BYTES;
 pub use pool::{CorpusPool, CorpusWatch};
 pub use regular_file::RegularFile;
 pub use session::{Candidate, CorpusSession, Neighbour, Ranked, sql};
+pub use source_stamp::Observation;

@@ -31,7 +31,7 @@ pub fn load_steps(index: &CorpusIndex) -> Result<Vec<(&'static str, Duration)>, 
     std::hint::black_box(InvertedFile::load(&reader.conn, model.dims(), documents).map_err(error)?);
     timed("  inverted file (alone; none for a small corpus)", started);
     let started = Instant::now();
-    std::hint::black_box(DocVectors::load(&reader.conn, model.dims()).map_err(error)?);
+    std::hint::black_box(DocVectors::load(&reader.conn, model.dims(), &index.path).map_err(error)?);
     timed(
         "vectors (all of DocVectors::load: ids, titles, inverted file)",
         started,

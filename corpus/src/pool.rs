@@ -53,7 +53,8 @@ impl CorpusPool {
         let in_use = super::index::hold_in_use(&index.path);
         let first = Reader::open(&index.path).map_err(index_error)?;
         let model = vectors::model()?;
-        let vectors = DocVectors::load(&first.conn, model.dims()).map_err(index_error)?;
+        let vectors =
+            DocVectors::load(&first.conn, model.dims(), &index.path).map_err(index_error)?;
         if let Some((lists, probed)) = vectors.lists() {
             tracing::info!(
                 documents = vectors.len(),

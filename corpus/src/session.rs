@@ -65,23 +65,6 @@ const GET_SQL: &str = "SELECT d.id, d.kind, d.title, d.text, l.url, l.fields \
      FROM ids JOIN docs AS d ON d.rowid = ids.doc LEFT JOIN links AS l ON l.doc = ids.doc \
      WHERE ids.id = ?1";
 
-/// A document's stored f32 vector, by rowid: the candidates of a large corpus's inverted file
-/// are scored with it (`vectors.rs`).
-const VECTOR_SQL: &str = "SELECT v FROM vectors WHERE doc = ?1";
-
-/// The f32 vector `VECTOR_SQL` reads for `doc` (little-endian).
-fn stored_vector(stmt: &mut rusqlite::CachedStatement<'_>, doc: u64) -> rusqlite::Result<Vec<f32>> {
-    let doc = i64::try_from(doc).map_err(|_| rusqlite::Error::QueryReturnedNoRows)?;
-    stmt.query_row([doc], |row| {
-        Ok(row
-            .get_ref(0)?
-            .as_blob()?
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
-    })
-}
-
 /// The statements a session runs, for benchmarks that compare a session with a plain connection.
 pub mod sql {
     pub use super::{RANK_SQL, SNIPPET_SQL};
@@ -263,8 +246,8 @@ impl CorpusSession {
             .collect())
     }
 
-    /// The loaded vectors' `nearest_probing`, a large corpus's candidates read through this
-    /// session's connection.
+    /// The loaded vectors' `nearest_probing` (a large corpus's candidates read from its flat
+    /// vectors, not through SQL).
     fn near(
         &self,
         vector: &[f32],
@@ -272,13 +255,14 @@ impl CorpusSession {
         probes: usize,
         wanted: usize,
     ) -> Result<Vec<Near<'_>>, CorpusError> {
-        let vectors = &self.pool.corpus.vectors;
-        self.budgeted(|conn| {
-            let mut stmt = conn.prepare_cached(VECTOR_SQL)?;
-            vectors.nearest_probing(vector, k, probes, wanted, &mut |doc| {
-                stored_vector(&mut stmt, doc)
+        self.pool
+            .corpus
+            .vectors
+            .nearest_probing(vector, k, probes, wanted)
+            .map_err(|source| CorpusError::IndexIo {
+                path: crate::flat::path_beside(&self.pool.path),
+                source,
             })
-        })
     }
 
     /// Like [`Self::search`] without snippets. `limit` is clamped to 1..=50.
@@ -753,7 +737,7 @@ mod tests {
             let vector = pool.embed(q);
             for k in [5, 50] {
                 let fast: Vec<(u64, u32)> = vectors
-                    .nearest(&vector, k, &mut |_| unreachable!("searched whole"))
+                    .nearest(&vector, k)
                     .unwrap()
                     .iter()
                     .map(|n| (n.doc, n.similarity.to_bits()))

@@ -8,12 +8,18 @@
 //! few documents the bounds cannot rule out, so the answer is the exhaustive f32 search's, to the
 //! bit (`corpus/benches/semantic.rs` measures it). A larger one is searched through its inverted
 //! file, and only the candidates it gives are scored exactly, their f32 vectors read from the
-//! index file: the vectors of a million documents (1 GB) never come into memory.
+//! flat file beside the index (`flat.rs`): the vectors of a million documents (1 GB) never come
+//! into memory.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
 
 use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
 
-use super::ivf::{self, InvertedFile, dot};
+use super::flat::FlatVectors;
+use super::ivf::{self, Candidate, InvertedFile, dot};
 use super::labels::Labels;
 use super::{CorpusError, Document, parallel};
 
@@ -106,8 +112,12 @@ pub(crate) struct DocVectors {
 enum Search {
     /// Every document, exactly: the vectors (row-major) and their codes.
     Whole { values: Vec<f32>, codes: Codes },
-    /// The members of a question's nearest lists; candidates scored with their stored vectors.
-    Lists(InvertedFile),
+    /// The members of a question's nearest lists; candidates scored with their f32 vectors,
+    /// read from the flat file beside the index.
+    Lists {
+        file: InvertedFile,
+        flat: FlatVectors,
+    },
 }
 
 /// Candidates scored exactly per question, for `k` wanted: the best of the lists' members by
@@ -208,7 +218,8 @@ pub(crate) struct Near<'a> {
 impl DocVectors {
     /// Reads every document's rowid, id and title, and either the inverted file (`ivf`) or,
     /// when it is empty, every vector (`vectors`, each of `dims` values).
-    pub(super) fn load(conn: &Connection, dims: usize) -> rusqlite::Result<Self> {
+    /// A large corpus's flat vectors are opened beside the index at `path`.
+    pub(super) fn load(conn: &Connection, dims: usize, path: &Path) -> rusqlite::Result<Self> {
         let (mut docs, mut labels) = (Vec::new(), Labels::default());
         let mut stmt = conn.prepare("SELECT rowid, id, title FROM docs ORDER BY rowid")?;
         let mut rows = stmt.query([])?;
@@ -219,11 +230,13 @@ impl DocVectors {
         }
         let labels = labels.finish();
         if let Some(file) = InvertedFile::load(conn, dims, docs.len())? {
+            let flat = FlatVectors::open(path, dims, docs.len())
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
             return Ok(Self {
                 dims,
                 docs,
                 labels,
-                search: Search::Lists(file),
+                search: Search::Lists { file, flat },
             });
         }
         let mut stmt = conn.prepare("SELECT doc, v FROM vectors ORDER BY doc")?;
@@ -276,7 +289,7 @@ impl DocVectors {
     /// searched.
     pub(crate) fn lists(&self) -> Option<(usize, usize)> {
         match &self.search {
-            Search::Lists(file) => Some((file.lists(), ivf::PROBES.min(file.lists()))),
+            Search::Lists { file, .. } => Some((file.lists(), ivf::PROBES.min(file.lists()))),
             Search::Whole { .. } => None,
         }
     }
@@ -287,7 +300,7 @@ impl DocVectors {
         self.labels.heap_bytes()
             + self.docs.capacity() * 8
             + match &self.search {
-                Search::Lists(file) => file.heap_bytes(),
+                Search::Lists { file, .. } => file.heap_bytes(),
                 Search::Whole { values, codes } => {
                     values.len() * 4 + codes.codes.len() * 2 + codes.scales.len() * 16
                 }
@@ -322,54 +335,37 @@ impl DocVectors {
 
     /// The `k` documents most similar to `query` (cosine: both sides are unit vectors or zero),
     /// best first, ties by rowid, each with its exact similarity ([`dot`] of its f32 vector). A
-    /// zero query is near nothing: no documents. `stored` reads a document's f32 vector by rowid
-    /// from the index file (for a large corpus, whose vectors are not in memory).
+    /// zero query is near nothing: no documents.
     ///
     /// A corpus searched whole gets exactly what scoring each document with [`dot`] would give:
     /// the integer scan bounds each document's similarity from below and above; the `k`-th best
     /// lower bound is a floor the true `k`-th similarity cannot be under, so only documents whose
     /// upper bound reaches it are scored exactly, and those include every one of the true best
-    /// `k`, ties too. A large one gets the best `k` of the candidates its inverted file gives.
+    /// `k`, ties too. A large one gets the best `k` of the candidates its inverted file gives,
+    /// each read from the flat vectors and scored exactly unless its bound shows it cannot
+    /// enter the best `k` scored before it (the same answer as scoring them all).
     #[cfg(test)]
-    pub(crate) fn nearest(
-        &self,
-        query: &[f32],
-        k: usize,
-        stored: &mut dyn FnMut(u64) -> rusqlite::Result<Vec<f32>>,
-    ) -> rusqlite::Result<Vec<Near<'_>>> {
-        self.nearest_probing(query, k, ivf::PROBES, rescored(k), stored)
+    pub(crate) fn nearest(&self, query: &[f32], k: usize) -> std::io::Result<Vec<Near<'_>>> {
+        self.nearest_probing(query, k, ivf::PROBES, rescored(k))
     }
 
-    /// [`Self::nearest`] searching `probes` lists and scoring `wanted` candidates exactly (for a
-    /// large corpus; for measuring recall).
+    /// [`Self::nearest`] searching `probes` lists and scoring up to `wanted` candidates exactly
+    /// (for a large corpus; for measuring recall).
     pub(crate) fn nearest_probing(
         &self,
         query: &[f32],
         k: usize,
         probes: usize,
         wanted: usize,
-        stored: &mut dyn FnMut(u64) -> rusqlite::Result<Vec<f32>>,
-    ) -> rusqlite::Result<Vec<Near<'_>>> {
+    ) -> std::io::Result<Vec<Near<'_>>> {
         if query.len() != self.dims || query.iter().all(|x| *x == 0.0) || k == 0 {
             return Ok(Vec::new());
         }
         let scored = match &self.search {
             Search::Whole { values, codes } => self.nearest_whole(values, codes, query, k),
-            Search::Lists(file) => {
-                let mut scored = Vec::new();
-                for position in file.candidates(query, probes, wanted.max(k)) {
-                    let i = position as usize;
-                    let v = stored(self.docs[i])?;
-                    if v.len() != self.dims {
-                        return Err(rusqlite::Error::InvalidColumnType(
-                            0,
-                            "a vector of another size".into(),
-                            rusqlite::types::Type::Blob,
-                        ));
-                    }
-                    scored.push((dot(&v, query), i));
-                }
-                best(scored, k)
+            Search::Lists { file, flat } => {
+                let candidates = file.candidates(query, probes, wanted.max(k));
+                best(rescore(&candidates, flat, query, k)?, k)
             }
         };
         Ok(scored
@@ -452,6 +448,52 @@ impl DocVectors {
     }
 }
 
+/// The exact similarity of each of `candidates` (best estimate first) that can still enter the
+/// best `k`: (similarity, position). One whose bound is below the `k`-th best similarity scored
+/// before it could not enter them, and is not read.
+fn rescore(
+    candidates: &[Candidate],
+    flat: &FlatVectors,
+    query: &[f32],
+    k: usize,
+) -> std::io::Result<Vec<(f32, usize)>> {
+    let mut scored = Vec::with_capacity(candidates.len());
+    // The best `k` similarities so far, the lowest on top.
+    let mut kept: BinaryHeap<Reverse<Similarity>> = BinaryHeap::with_capacity(k + 1);
+    let (mut vector, mut bytes) = (Vec::with_capacity(query.len()), Vec::new());
+    for c in candidates {
+        if kept.len() == k && kept.peek().is_some_and(|low| c.high < f64::from(low.0.0)) {
+            continue;
+        }
+        flat.read(c.row, &mut vector, &mut bytes)?;
+        let similarity = dot(&vector, query);
+        kept.push(Reverse(Similarity(similarity)));
+        if kept.len() > k {
+            kept.pop();
+        }
+        scored.push((similarity, c.position as usize));
+    }
+    Ok(scored)
+}
+
+/// A similarity ordered by `total_cmp`.
+#[derive(Clone, Copy, PartialEq)]
+struct Similarity(f32);
+
+impl Eq for Similarity {}
+
+impl PartialOrd for Similarity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Similarity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
 /// The best `k` of `scored` (similarity, position), best first, ties by position.
 fn best(mut scored: Vec<(f32, usize)>, k: usize) -> Vec<(f32, usize)> {
     let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
@@ -493,10 +535,7 @@ mod tests {
 
     /// `nearest` of a corpus searched whole (it never reads a stored vector).
     fn near<'a>(v: &'a DocVectors, query: &[f32], k: usize) -> Vec<Near<'a>> {
-        v.nearest(query, k, &mut |_| {
-            panic!("a corpus searched whole reads no stored vector")
-        })
-        .unwrap()
+        v.nearest(query, k).unwrap()
     }
 
     fn vectors(rows: &[[f32; 2]]) -> DocVectors {
@@ -510,6 +549,63 @@ mod tests {
 
     fn found<'a>(near: &[Near<'a>]) -> Vec<(u64, &'a str, f32)> {
         near.iter().map(|n| (n.doc, n.id, n.similarity)).collect()
+    }
+
+    /// Candidates whose bound cannot reach the `k`-th best scored before them are not read, and
+    /// the answer is the one scoring every candidate gives.
+    #[test]
+    fn rescoring_skips_only_candidates_that_cannot_enter_the_best() {
+        let dims = 16;
+        let rows = 400;
+        let values = {
+            let mut state = 0x2545_f491_4f6c_dd1d_u64;
+            let mut values = Vec::with_capacity(rows * dims);
+            for _ in 0..rows * dims {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                values.push(f32::from(u16::try_from(state >> 48).unwrap()) / 65536.0 - 0.5);
+            }
+            values
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("index.sqlite");
+        let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(crate::flat::path_beside(&index), bytes).unwrap();
+        let flat = FlatVectors::open(&index, dims, rows).unwrap();
+        assert!(
+            FlatVectors::open(&index, dims, rows + 1).is_err(),
+            "a size checked"
+        );
+        let query: Vec<f32> = values[..dims].iter().map(|x| -x).collect();
+        // Bounds above each exact similarity by a varying margin, offered best bound first
+        // (row r at position rows - 1 - r).
+        let mut candidates: Vec<Candidate> = (0..rows)
+            .map(|r| {
+                let exact = f64::from(dot(&values[r * dims..(r + 1) * dims], &query));
+                Candidate {
+                    position: u32::try_from(rows - 1 - r).unwrap(),
+                    row: u32::try_from(r).unwrap(),
+                    high: exact + 0.01 * f64::from(u32::try_from(r % 7).unwrap()),
+                }
+            })
+            .collect();
+        candidates.sort_by(|a, b| b.high.total_cmp(&a.high));
+        for k in [1, 5, 20] {
+            let pruned = rescore(&candidates, &flat, &query, k).unwrap();
+            let all: Vec<(f32, usize)> = candidates
+                .iter()
+                .map(|c| {
+                    let r = c.row as usize;
+                    (
+                        dot(&values[r * dims..(r + 1) * dims], &query),
+                        c.position as usize,
+                    )
+                })
+                .collect();
+            assert!(pruned.len() < all.len() / 2, "k {k}: {} read", pruned.len());
+            assert_eq!(best(pruned, k), best(all, k), "k {k}");
+        }
     }
 
     #[test]

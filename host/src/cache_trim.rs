@@ -3,7 +3,8 @@
 //! recently used first.
 //!
 //! What the cache holds, and who writes it:
-//! - `index/corpus-H-vN.sqlite`, its checksum `….sqlite.sha256` and its build lock
+//! - `index/corpus-H-vN.sqlite`, its checksum `….sqlite.sha256`, a large corpus's flat vectors
+//!   `….sqlite.vectors` and its build lock
 //!   `corpus-H-vN.lock` (`turnstile-corpus`); a pool reading the index holds a shared lock on the
 //!   checksum for as long as it lives;
 //! - `plugins/S-E.cwasm`, its digest `….cwasm.sha256` and its compile lock `….cwasm.lock`
@@ -115,6 +116,8 @@ struct Entry {
     main: PathBuf,
     /// `MAIN.sha256`, if present.
     checksum: Option<PathBuf>,
+    /// `MAIN.vectors` (a large corpus's flat vectors), if present.
+    vectors: Option<PathBuf>,
     /// `MAIN.lock` or `STEM.lock`, if present.
     lock: Option<PathBuf>,
     /// All its files' bytes.
@@ -132,7 +135,7 @@ impl Entry {
 
     /// Its files beside the main one.
     fn others(&self) -> impl Iterator<Item = &PathBuf> {
-        self.checksum.iter().chain(&self.lock)
+        self.checksum.iter().chain(&self.vectors).chain(&self.lock)
     }
 }
 
@@ -153,12 +156,13 @@ fn entries_in(dir: &Path) -> Vec<Entry> {
         let beside =
             |suffix: &str| Some(dir.join(format!("{name}{suffix}"))).filter(|p| p.is_file());
         let checksum = beside(".sha256");
+        let vectors = beside(".vectors");
         let stem = main.file_stem().unwrap_or_default().to_string_lossy();
         let lock = beside(".lock")
             .or_else(|| Some(dir.join(format!("{stem}.lock"))).filter(|p| p.is_file()));
         let mut bytes = metadata.len();
         let mut used = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        for other in checksum.iter().chain(&lock) {
+        for other in checksum.iter().chain(&vectors).chain(&lock) {
             if let Ok(m) = std::fs::metadata(other) {
                 bytes += m.len();
                 if Some(other) == checksum.as_ref() {
@@ -169,6 +173,7 @@ fn entries_in(dir: &Path) -> Vec<Entry> {
         entries.push(Entry {
             main,
             checksum,
+            vectors,
             lock,
             bytes,
             used,
@@ -277,6 +282,12 @@ mod tests {
         entry(&index, "corpus-a-v5.sqlite", 50, "corpus-a-v5.lock");
         entry(&plugins, "p1-e.cwasm", 40, "p1-e.cwasm.lock");
         entry(&index, "corpus-b-v5.sqlite", 30, "corpus-b-v5.lock");
+        // `b` is a large corpus's: its flat vectors (500 bytes) are part of it.
+        write(
+            &index.join("corpus-b-v5.sqlite.vectors"),
+            500,
+            now - 30 * HOUR,
+        );
         entry(&index, "corpus-c-v5.sqlite", 20, "corpus-c-v5.lock");
         entry(&plugins, "p2-e.cwasm", 10, "p2-e.cwasm.lock");
         // `b` was reused an hour ago (its checksum marked), so it is not among the oldest.
@@ -291,17 +302,18 @@ mod tests {
         reading.lock_shared().unwrap();
         let dirs = [index.clone(), plugins.clone()];
         let kept = index.join("corpus-c-v5.sqlite");
-        // Within 3,200 bytes: two of the five 1,064-byte entries must go. `a` (50 h) is in use
-        // and `c` (20 h) kept, so `p1` (40 h) and `p2` (10 h) go, not `b` (marked 1 h ago).
-        let trimmed = trim(&dirs, 3200, &[&kept]);
-        assert_eq!(trimmed.bytes_before, 5 * 1064);
-        assert_eq!(trimmed.bytes_after, 3 * 1064);
+        // Within 3,700 bytes: two of the five entries (1,064 bytes each, `b` 1,564) must go.
+        // `a` (50 h) is in use and `c` (20 h) kept, so `p1` (40 h) and `p2` (10 h) go, not `b`
+        // (marked 1 h ago).
+        let trimmed = trim(&dirs, 3700, &[&kept]);
+        assert_eq!(trimmed.bytes_before, 5 * 1064 + 500);
+        assert_eq!(trimmed.bytes_after, 3 * 1064 + 500);
         assert_eq!(
             trimmed.removed,
             [plugins.join("p1-e.cwasm"), plugins.join("p2-e.cwasm")]
         );
         assert!(names_in(&plugins).is_empty(), "{:?}", names_in(&plugins));
-        assert_eq!(names_in(&index).len(), 9);
+        assert_eq!(names_in(&index).len(), 10);
         // Bound 0: everything that is neither kept nor in use goes, and no more.
         let trimmed = trim(&dirs, 0, &[&kept]);
         assert_eq!(trimmed.removed, [index.join("corpus-b-v5.sqlite")]);

@@ -6,6 +6,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use turnstile_corpus::IndexChecksum;
 
 use super::api::{
     CorpusBody, HealthBody, HealthStatus, PluginBody, ReadyBody, ReadyStatus, StuckCall,
@@ -67,21 +68,23 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<HealthB
 }
 
 /// `GET /readyz`: the corpus is indexed and the plugin compiled (the server only starts
-/// listening once both are done), and no plugin call has run longer than `--stuck-after-ms`;
-/// else 503 `degraded` naming the stuck calls, so a load balancer stops sending traffic here.
+/// listening once both are done), no plugin call has run longer than `--stuck-after-ms`, and
+/// the corpus index is not found damaged (`corpus.checksum`); else 503 `degraded` naming the
+/// stuck calls or the damaged index, so a load balancer stops sending traffic here.
 #[utoipa::path(
     get,
     path = "/readyz",
     tag = "operations",
     responses(
         (status = 200, description = "Ready: what is served", body = ReadyBody),
-        (status = 503, description = "Degraded: a plugin call has run past --stuck-after-ms", body = ReadyBody),
+        (status = 503, description = "Degraded: a plugin call has run past --stuck-after-ms, or the corpus index's checksum does not match (`corpus.checksum` is `damaged`; restart to rebuild it)", body = ReadyBody),
     )
 )]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<ReadyBody>) {
     let stuck = stuck(&state, state.health.stuck_after);
     let generation = state.plugins.current();
-    let (status, word) = if stuck.is_empty() {
+    let damaged = generation.corpus.index.checksum.get() == IndexChecksum::Damaged;
+    let (status, word) = if stuck.is_empty() && !damaged {
         (StatusCode::OK, ReadyStatus::Ready)
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, ReadyStatus::Degraded)

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus_within};
+use turnstile_corpus::{CorpusIndex, CorpusPool, Observation, read_corpus_within};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::{Credentials, Origins, TrustedRoots};
@@ -46,13 +46,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             .bounded(args.cache.max_bytes()),
     );
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
-    let corpus = read_corpus_within(args.corpus.as_deref(), u64::from(args.corpus_max_mib) << 20)?;
-    let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
-    // Room for the index before it is built (a full cache must not stop a start), keeping it if
-    // it is there already.
-    cache.trim(&[&CorpusIndex::cache_path(&cache.index_dir(), &sha256)]);
-    let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache.index_dir())?;
-    drop(corpus);
+    let index = open_corpus_index(args, &cache)?;
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
     {
@@ -62,6 +56,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         );
     }
     let pool = CorpusPool::new(&index, MAX_IDLE_CONNECTIONS)?;
+    // Loaded: an index reused on its stamp has its checksum computed now, beside serving.
+    index.verify_in_background();
     tracing::info!(
         source = %index.source, documents = index.documents, sha256 = %index.sha256,
         origin = ?index.origin, path = %index.path.display(),
@@ -242,6 +238,35 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             .collect(),
     );
     Ok(state)
+}
+
+/// The corpus's index at start. A corpus file whose stamp says it is unchanged since it was
+/// indexed (and no `--corpus-sha256` pin: a pin is checked against the bytes) is not read: its
+/// index is reused on its recorded checksum, computed whole in the background once loaded.
+/// Otherwise the file is read and hashed, the cache trimmed to make room, the index reused or
+/// built, and the file's stamp recorded for the next start.
+fn open_corpus_index(args: &ServeArgs, cache: &Cache) -> anyhow::Result<CorpusIndex> {
+    let index_dir = cache.index_dir();
+    let stamped = args
+        .corpus
+        .as_deref()
+        .filter(|_| args.corpus_sha256.is_none())
+        .and_then(|path| CorpusIndex::reuse_at_start(path, &index_dir));
+    if let Some(index) = stamped {
+        cache.trim(&[&index.path]);
+        return Ok(index);
+    }
+    let observation = args.corpus.as_deref().map(Observation::before_reading);
+    let corpus = read_corpus_within(args.corpus.as_deref(), u64::from(args.corpus_max_mib) << 20)?;
+    let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
+    // Room for the index before it is built (a full cache must not stop a start), keeping it if
+    // it is there already.
+    cache.trim(&[&CorpusIndex::cache_path(&index_dir, &sha256)]);
+    let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &index_dir)?;
+    if let Some(observation) = observation {
+        observation.record(&index_dir, &index.sha256);
+    }
+    Ok(index)
 }
 
 /// A warning for each setting that names an `http(s)://` origin no grant covers: the plugin

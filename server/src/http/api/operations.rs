@@ -1,7 +1,7 @@
 //! The operations endpoints' answers: `/healthz`, `/readyz`, `/state`.
 
 use serde::Serialize;
-use turnstile_corpus::IndexOrigin;
+use turnstile_corpus::{IndexChecksum, IndexOrigin};
 use turnstile_gate::Snapshot;
 use turnstile_global::GlobalStatus;
 use turnstile_host::{Allocator, Generation};
@@ -68,6 +68,10 @@ pub struct CorpusBody {
     pub documents: u64,
     /// Reused from the cache, or built when it was loaded.
     pub index: IndexOrigin,
+    /// Whether the index's bytes were checked against its recorded checksum: `checking` for a
+    /// while after a start that reused it on the corpus file's stamp, then `verified`, or
+    /// `damaged` (not ready; the next start rebuilds it).
+    pub checksum: IndexChecksum,
     /// Corpora swapped out that requests admitted before their swap still read (their memory
     /// is freed when the last of those requests ends).
     pub retired_in_memory: usize,
@@ -86,6 +90,7 @@ impl CorpusBody {
             sha256: index.sha256.clone(),
             documents: index.documents,
             index: index.origin,
+            checksum: index.checksum.get(),
             retired_in_memory,
         }
     }
