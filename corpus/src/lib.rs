@@ -10,6 +10,7 @@ mod flat;
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
+mod inverted_file;
 mod ivf;
 #[doc(hidden)]
 pub mod kernel;

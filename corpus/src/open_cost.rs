@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::disjunction::Tokenizer;
 use super::error::CorpusError;
 use super::index::CorpusIndex;
-use super::ivf::InvertedFile;
+use super::inverted_file::InvertedFile;
 use super::reader::Reader;
 use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};

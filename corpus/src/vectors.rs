@@ -19,7 +19,8 @@ use rusqlite::{Connection, Transaction, params};
 use turnstile_embed::{Embedder, TokenWeights};
 
 use super::flat::FlatVectors;
-use super::ivf::{self, Candidate, InvertedFile, dot};
+use super::inverted_file::{Candidate, InvertedFile};
+use super::ivf::{self, dot};
 use super::labels::Labels;
 use super::{CorpusError, Document, parallel};
 
