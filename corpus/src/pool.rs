@@ -53,8 +53,21 @@ impl CorpusPool {
         let in_use = super::index::hold_in_use(&index.path);
         let first = Reader::open(&index.path).map_err(index_error)?;
         let model = vectors::model()?;
-        let vectors =
-            DocVectors::load(&first.conn, model.dims(), &index.path).map_err(index_error)?;
+        // The term index on a thread (and a connection) of its own while the vectors, ids and
+        // titles load here: the two largest parts of a start, each about half of it at a
+        // million passages, side by side on two cores.
+        let (vectors, terms) = std::thread::scope(|scope| {
+            let terms = scope.spawn(|| {
+                let reader = Reader::open(&index.path)?;
+                TermIndex::load(&reader.conn)
+            });
+            let vectors = DocVectors::load(&first.conn, model.dims(), &index.path);
+            let terms = terms
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (vectors, terms)
+        });
+        let (vectors, terms) = (vectors.map_err(index_error)?, terms.map_err(index_error)?);
         if let Some((lists, probed)) = vectors.lists() {
             tracing::info!(
                 documents = vectors.len(),
@@ -64,7 +77,6 @@ impl CorpusPool {
             );
         }
         let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
-        let terms = TermIndex::load(&first.conn).map_err(index_error)?;
         if terms.documents() != vectors.len() {
             return Err(index_error(rusqlite::Error::InvalidColumnType(
                 0,
