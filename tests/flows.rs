@@ -73,7 +73,7 @@ async fn a_flood_waits_in_its_own_lane_and_weights_are_slots_per_turn() {
             "--plugin",
             components::DELAY,
             "--plugin-config",
-            "delay_ms=100",
+            "delay_ms=500",
             "--max-active",
             "1",
             "--max-waiting",
@@ -89,7 +89,8 @@ async fn a_flood_waits_in_its_own_lane_and_weights_are_slots_per_turn() {
         ])
         .await,
     );
-    // Completion order: with one slot, calls run one at a time, 100 ms each.
+    // Completion order: with one slot, calls run one at a time, 500 ms each (long enough
+    // that the queue is still full while the test, on a loaded machine, adds to it).
     let (done, mut finished) = tokio::sync::mpsc::unbounded_channel::<(&'static str, u16)>();
     let send = |name: &'static str, flow: &'static str| {
         let (server, done) = (Arc::clone(&server), done.clone());
