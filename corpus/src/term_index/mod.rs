@@ -8,7 +8,7 @@
 //! document's size, all read from FTS5 itself when the index file is built (`fts5vocab`), so the
 //! tokens are FTS5's by construction. [`TermIndex::rank`] computes the very `bm25()` FTS5 computes
 //! (same formula, same operations in the same order, so the same `f64`s) for the documents that
-//! could make the top, document at a time with MaxScore (`rank.rs`), and keeps the best: the
+//! could make the top, by MaxScore over windows of documents (`max_score.rs`), and keeps the best: the
 //! result of scoring every matching document, without reading most postings of common tokens.
 //! A phrase of several
 //! tokens (`"round_half_up"`: `round half up`) gets its postings when asked: the documents that
@@ -35,6 +35,7 @@
 
 mod build;
 mod index;
+mod max_score;
 mod packed;
 mod rank;
 mod snippet;

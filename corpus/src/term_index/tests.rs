@@ -127,7 +127,7 @@ fn term_index_at_scale() {
     type Rank = fn(&TermIndex, &[Phrase]) -> Vec<(u32, f64)>;
     let ways: [Rank; 3] = [
         |t, p| t.rank(p, 50).expect("within the phrase budget"),
-        |t, p| t.rank_with_slack(p, 50, super::rank::SLACK),
+        |t, p| t.rank_with_slack(p, 50, super::max_score::SLACK),
         |t, p| t.rank_exhaustive(p, 50),
     ];
     for _ in 0..5 {
@@ -195,11 +195,11 @@ fn term_index_at_scale() {
         quantiles(&alone[1]),
         quantiles(&alone[2]),
     );
-    super::rank::STATS.with_borrow_mut(|s| *s = (0, 0, 0));
+    super::max_score::STATS.with_borrow_mut(|s| *s = (0, 0, 0));
     let total: usize = mix
         .iter()
         .map(|p| {
-            terms.rank_with_slack(p, 50, super::rank::SLACK);
+            terms.rank_with_slack(p, 50, super::max_score::SLACK);
             terms
                 .lists(p)
                 .unwrap()
@@ -208,7 +208,7 @@ fn term_index_at_scale() {
                 .sum::<usize>()
         })
         .sum();
-    let (candidates, seeks, scored) = super::rank::STATS.with_borrow(|s| *s);
+    let (candidates, seeks, scored) = super::max_score::STATS.with_borrow(|s| *s);
     eprintln!(
         "per question of the mix: {} postings, {} candidates, {} seeks, {} scored",
         total / mix.len(),
@@ -260,7 +260,7 @@ fn bits(ranked: &[(u32, f64)]) -> Vec<(u32, u64)> {
 
 /// How many of `expressions` × `limits` MaxScore with pruning's slack `slack` ranks otherwise
 /// than the exhaustive search (documents, order, or a rank's bits); asserted equal to 0 when
-/// `slack` is [`SLACK`](super::rank::SLACK).
+/// `slack` is [`SLACK`](super::max_score::SLACK).
 fn differences(index: &TermIndex, expressions: &[String], limits: &[usize], slack: f64) -> usize {
     let tokenizer = Tokenizer::new().expect("tokenizer");
     let mut differ = 0;
@@ -269,7 +269,7 @@ fn differences(index: &TermIndex, expressions: &[String], limits: &[usize], slac
         for &limit in limits {
             let exhaustive = bits(&index.rank_exhaustive(&phrases, limit));
             let pruned = bits(&index.rank_with_slack(&phrases, limit, slack));
-            if slack == super::rank::SLACK {
+            if slack == super::max_score::SLACK {
                 assert_eq!(pruned, exhaustive, "{expression} (limit {limit})");
                 let ranked = bits(&index.rank(&phrases, limit).unwrap());
                 assert_eq!(ranked, exhaustive, "{expression} (limit {limit})");
@@ -316,7 +316,12 @@ fn maxscore_ranks_as_the_exhaustive_search_does_on_the_shipped_corpus() {
     }
     expressions.retain(|e| !e.is_empty());
     assert!(expressions.len() > 1_000, "{}", expressions.len());
-    differences(&index, &expressions, &[1, 5, 10, 50], super::rank::SLACK);
+    differences(
+        &index,
+        &expressions,
+        &[1, 5, 10, 50],
+        super::max_score::SLACK,
+    );
 }
 
 /// A corpus of many ties: the same few documents again and again (whole copies, so scores tie
@@ -367,7 +372,7 @@ fn maxscore_ranks_ties_and_repeated_phrases_as_the_exhaustive_search_does() {
     .map(String::from)
     .to_vec();
     let limits: Vec<usize> = (1..=70).collect();
-    differences(&index, &expressions, &limits, super::rank::SLACK);
+    differences(&index, &expressions, &limits, super::max_score::SLACK);
     // A bound 1 % below the truth prunes documents that belong to the top.
     assert!(differences(&index, &expressions, &limits, -0.01) > 0);
 }
