@@ -31,14 +31,19 @@ use std::collections::BinaryHeap;
 use super::index::{BLOCK, List, idf};
 use super::rank::Kept;
 
-/// The relative slack of every pruning comparison: a bound `u` prunes a document only when
-/// `u × (1 + SLACK)` is below the `limit`-th score. The rounding error of a sum of `n` positive
+/// The relative slack of every pruning comparison: a bound `u` prunes a document only when it is
+/// below `(1 - SLACK) ×` the `limit`-th score. The rounding error of a sum of `n` positive
 /// terms in any order is below `n × 2⁻⁵³` relative (about 7e-15 for 64 terms).
 pub(super) const SLACK: f64 = 1e-9;
 
 /// Positions per window: the accumulator (8 bytes a position) and its bitmap of touched
 /// positions fit in a core's first-level cache. Lucene's inner window is the same 4,096.
 pub(super) const WINDOW: u32 = 4096;
+
+/// A non-essential list is read whole over a window (each posting tested against the live
+/// candidates' bitmap) when it holds at most this many postings there per live candidate; past
+/// that, each candidate is sought in it (galloping).
+const MERGE_PER_CANDIDATE: usize = 8;
 
 #[cfg(test)]
 thread_local! {
@@ -73,10 +78,16 @@ pub(super) struct Search<'l, 'a> {
     /// windows).
     score: Vec<f64>,
     touched: Vec<u64>,
+    /// The window's live candidates (positions from its start, ascending).
+    alive: Vec<u16>,
     best: BinaryHeap<Kept>,
-    /// A score the `limit`-th best is known to reach, if any.
-    threshold: Option<f64>,
+    /// The least bound that could still enter the top: a score the `limit`-th best is known to
+    /// reach less the slack (minus infinity while there is none).
+    cutoff: f64,
     slack: f64,
+    /// Candidates, look-ups in non-essential lists, documents scored exactly: for the measures.
+    #[cfg(test)]
+    stats: (usize, usize, usize),
 }
 
 impl<'l, 'a> Search<'l, 'a> {
@@ -96,24 +107,23 @@ impl<'l, 'a> Search<'l, 'a> {
             contribution: vec![0.0; n],
             score: vec![0.0; WINDOW as usize],
             touched: vec![0; WINDOW as usize / 64],
+            alive: Vec::with_capacity(WINDOW as usize),
             best: BinaryHeap::with_capacity(limit + 1),
-            threshold: None,
+            cutoff: f64::NEG_INFINITY,
             slack,
+            #[cfg(test)]
+            stats: (0, 0, 0),
         }
     }
 
     /// Whether a document whose score is at most `bound` could still enter the top.
-    #[inline(always)]
     fn could_enter(&self, bound: f64) -> bool {
-        self.threshold
-            .is_none_or(|t| bound * (1.0 + self.slack) >= t)
+        bound >= self.cutoff
     }
 
     /// The `limit`-th best score is known to reach `threshold`.
     fn raise(&mut self, threshold: f64) {
-        if self.threshold.is_none_or(|t| t < threshold) {
-            self.threshold = Some(threshold);
-        }
+        self.cutoff = self.cutoff.max(threshold * (1.0 - self.slack));
     }
 
     /// A score the `limit`-th best reaches, found before the search: in the list of the largest
@@ -176,6 +186,12 @@ impl<'l, 'a> Search<'l, 'a> {
             }
             self.cursor.clone_from(&self.end);
         }
+        #[cfg(test)]
+        STATS.with_borrow_mut(|s| {
+            s.0 += self.stats.0;
+            s.1 += self.stats.1;
+            s.2 += self.stats.2;
+        });
         self.best
             .into_sorted_vec()
             .into_iter()
@@ -242,72 +258,117 @@ impl<'l, 'a> Search<'l, 'a> {
         }
     }
 
-    /// The window's candidates in position order (the accumulator emptied as it is read).
+    /// The window's candidates: the documents its essential lists hold. Each is looked up in
+    /// the non-essential lists, largest bound first, only while its partial sum with their
+    /// remaining bounds could make the top; those that still could are scored exactly and kept
+    /// or not, in position order. The accumulator and its bitmap are left all zero.
     fn candidates(&mut self, start: u32) {
+        self.alive.clear();
+        let need = self.cutoff - self.prefix[self.essential];
         for word in 0..self.touched.len() {
-            let mut bits = std::mem::take(&mut self.touched[word]);
+            let mut bits = self.touched[word];
             while bits != 0 {
                 let at = word * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let partial = std::mem::take(&mut self.score[at]);
                 #[cfg(test)]
-                STATS.with_borrow_mut(|s| s.0 += 1);
-                if let Some(score) = self.score(start + at as u32, partial) {
-                    self.keep(Kept {
-                        rank: -score,
-                        doc: start + at as u32,
-                    });
+                {
+                    self.stats.0 += 1;
+                }
+                if self.score[at] >= need {
+                    self.alive.push(at as u16);
+                } else {
+                    self.score[at] = 0.0;
+                    self.touched[word] &= !(1 << (at % 64));
+                }
+            }
+        }
+        for j in (0..self.essential).rev() {
+            self.retain(self.cutoff - self.prefix[j + 1]);
+            if self.alive.is_empty() {
+                return;
+            }
+            self.add_non_essential(self.order[j], start);
+        }
+        self.retain(self.cutoff);
+        self.probe.clone_from(&self.cursor);
+        for k in 0..self.alive.len() {
+            let at = usize::from(self.alive[k]);
+            let partial = std::mem::take(&mut self.score[at]);
+            self.touched[at / 64] = 0;
+            // The threshold may have risen since.
+            if partial >= self.cutoff {
+                let doc = start + at as u32;
+                let rank = -self.exact(doc);
+                self.keep(Kept { rank, doc });
+            }
+        }
+    }
+
+    /// Drops the live candidates whose partial sum is below `need` (their accumulator zeroed,
+    /// their bit cleared).
+    fn retain(&mut self, need: f64) {
+        let (score, touched) = (&mut self.score, &mut self.touched);
+        self.alive.retain(|&at| {
+            let at = usize::from(at);
+            let keep = score[at] >= need;
+            if !keep {
+                score[at] = 0.0;
+                touched[at / 64] &= !(1 << (at % 64));
+            }
+            keep
+        });
+    }
+
+    /// Adds non-essential list `i`'s contributions to the window's live candidates: by reading
+    /// its postings in the window against their bitmap when it holds few per candidate, else
+    /// by seeking each candidate in it.
+    fn add_non_essential(&mut self, i: usize, start: u32) {
+        let list = &self.lists[i];
+        let idf = self.idf[i];
+        let range = self.cursor[i]..self.end[i];
+        let (docs, parts) = (&list.docs[range.clone()], &list.parts[range]);
+        #[cfg(test)]
+        {
+            self.stats.1 += self.alive.len();
+        }
+        if docs.len() <= MERGE_PER_CANDIDATE * self.alive.len() {
+            for (&doc, &part) in docs.iter().zip(parts) {
+                let at = (doc - start) as usize;
+                if self.touched[at / 64] & (1 << (at % 64)) != 0 {
+                    self.score[at] += idf * part;
+                }
+            }
+        } else {
+            let mut from = 0;
+            for &at in &self.alive {
+                let doc = start + u32::from(at);
+                from = seek(docs, from, doc);
+                if docs.get(from) == Some(&doc) {
+                    self.score[usize::from(at)] += idf * parts[from];
                 }
             }
         }
     }
 
-    /// `doc`'s exact score (FTS5's sum, in query order) given `partial`, its essential lists'
-    /// sum, or `None` as soon as its bound shows it cannot enter the top.
-    #[inline(always)]
-    fn score(&mut self, doc: u32, mut partial: f64) -> Option<f64> {
-        if !self.could_enter(partial + self.prefix[self.essential]) {
-            return None;
-        }
-        // The non-essential lists, largest bound first, while the document could still enter.
-        for j in (0..self.essential).rev() {
-            if !self.could_enter(partial + self.prefix[j + 1]) {
-                self.contribution.fill(0.0);
-                return None;
-            }
-            #[cfg(test)]
-            STATS.with_borrow_mut(|s| s.1 += 1);
-            if let Some(c) = self.look_up(self.order[j], doc) {
-                partial += c;
-            }
-        }
-        if !self.could_enter(partial) {
-            self.contribution.fill(0.0);
-            return None;
-        }
+    /// `doc`'s exact score: FTS5's sum, every phrase's term in query order, from 0.0 (a later
+    /// document of the window than it was last asked for).
+    fn exact(&mut self, doc: u32) -> f64 {
         #[cfg(test)]
-        STATS.with_borrow_mut(|s| s.2 += 1);
-        for j in self.essential..self.order.len() {
-            self.look_up(self.order[j], doc);
+        {
+            self.stats.2 += 1;
         }
-        // FTS5's sum: every phrase's term in query order, from 0.0.
+        for &i in &self.order {
+            let list = &self.lists[i];
+            let docs = &list.docs[..self.end[i]];
+            let at = seek(docs, self.probe[i], doc);
+            self.probe[i] = at;
+            if docs.get(at) == Some(&doc) {
+                self.contribution[i] = self.idf[i] * list.parts[at];
+            }
+        }
         let score = self.contribution.iter().fold(0.0, |sum, c| sum + c);
         self.contribution.fill(0.0);
-        Some(score)
-    }
-
-    /// List `i`'s contribution to `doc` (a later document than it was last asked for), noted in
-    /// `contribution`.
-    fn look_up(&mut self, i: usize, doc: u32) -> Option<f64> {
-        let list = &self.lists[i];
-        let docs = &list.docs[..self.end[i]];
-        let at = seek(docs, self.probe[i], doc);
-        self.probe[i] = at;
-        (docs.get(at) == Some(&doc)).then(|| {
-            let c = self.idf[i] * list.parts[at];
-            self.contribution[i] = c;
-            c
-        })
+        score
     }
 
     /// Keeps `kept` if it is among the `limit` best so far; the `limit`-th best, once there are
