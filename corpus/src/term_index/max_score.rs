@@ -47,7 +47,7 @@ const MERGE_PER_CANDIDATE: usize = 8;
 
 #[cfg(test)]
 thread_local! {
-    /// Candidates, seeks into non-essential lists, documents scored exactly: for the measures.
+    /// Candidates, look-ups of candidates in non-essential lists, documents scored exactly: for the measures.
     pub(super) static STATS: std::cell::RefCell<(usize, usize, usize)> =
         const { std::cell::RefCell::new((0, 0, 0)) };
 }

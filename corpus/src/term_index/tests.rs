@@ -208,12 +208,12 @@ fn term_index_at_scale() {
                 .sum::<usize>()
         })
         .sum();
-    let (candidates, seeks, scored) = super::max_score::STATS.with_borrow(|s| *s);
+    let (candidates, lookups, scored) = super::max_score::STATS.with_borrow(|s| *s);
     eprintln!(
-        "per question of the mix: {} postings, {} candidates, {} seeks, {} scored",
+        "per question of the mix: {} postings, {} candidates, {} look-ups in non-essential lists, {} scored",
         total / mix.len(),
         candidates / mix.len(),
-        seeks / mix.len(),
+        lookups / mix.len(),
         scored / mix.len()
     );
 }
