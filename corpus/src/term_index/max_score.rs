@@ -29,7 +29,7 @@
 use std::collections::BinaryHeap;
 
 use super::index::{BLOCK, List, idf};
-use super::rank::Kept;
+use super::kept::Kept;
 
 /// The relative slack of every pruning comparison: a bound `u` prunes a document only when it is
 /// below `(1 - SLACK) ×` the `limit`-th score. The rounding error of a sum of `n` positive

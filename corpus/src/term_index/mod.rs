@@ -35,6 +35,7 @@
 
 mod build;
 mod index;
+mod kept;
 mod max_score;
 mod packed;
 mod rank;

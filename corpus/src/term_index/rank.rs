@@ -4,10 +4,10 @@
 //! score per document to stay in cache, by adding every posting term at a time into it, which is
 //! then cheaper (the same result: the tests hold both to it, to the bit).
 
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::index::{List, TermIndex, idf};
+use super::kept::Kept;
 use super::max_score::{SLACK, Search};
 use super::tokens::Phrase;
 
@@ -141,33 +141,3 @@ fn forced_max_score() -> bool {
 fn forced_max_score() -> bool {
     false
 }
-
-/// A document kept by [`TermIndex::rank`], ordered best first: by rank (lower is better), then
-/// position.
-#[derive(Clone, Copy)]
-pub(super) struct Kept {
-    pub(super) rank: f64,
-    pub(super) doc: u32,
-}
-
-impl Ord for Kept {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.rank
-            .total_cmp(&other.rank)
-            .then(self.doc.cmp(&other.doc))
-    }
-}
-
-impl PartialOrd for Kept {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Kept {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Kept {}
