@@ -13,13 +13,14 @@ use crate::support::TestApp;
 
 /// Every route of the service as a client sees it — method, path, and whether it is guarded
 /// beyond loopback (401/403) — written here, independently of the route table.
-const ROUTES: [(&str, &str, bool); 12] = [
+const ROUTES: [(&str, &str, bool); 13] = [
     ("POST", "/retrieve", false),
     ("POST", "/v1/chat/completions", false),
     ("GET", "/v1/models", false),
     ("GET", "/healthz", false),
     ("GET", "/readyz", false),
     ("GET", "/openapi.json", false),
+    ("GET", "/", false),
     ("GET", "/state", true),
     ("GET", "/metrics", true),
     ("GET", "/dashboard", true),

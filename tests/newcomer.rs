@@ -141,6 +141,26 @@ async fn readme_sample_answers_are_what_the_server_answers() {
     }
 }
 
+/// `GET /` is where a person opening the service's address lands: it leads to the live page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_root_leads_to_the_live_page() {
+    let app = TestApp::load(&[]).await;
+    let answer = app
+        .request(Request::builder().uri("/").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(answer.status().as_u16(), 307);
+    assert_eq!(answer.headers()["location"], "/dashboard");
+    let page = app
+        .request(
+            Request::builder()
+                .uri("/dashboard")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(page.status().as_u16(), 200);
+}
+
 /// A path no route has and a method a route does not take are refused like every other
 /// request: `{"status":"invalid_request","error","detail"}`, the 405 with its `Allow` header.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

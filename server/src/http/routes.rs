@@ -22,7 +22,7 @@ use super::state::AppState;
 use super::{admin, chat, corpus_swap, health, live, openapi, operator, retrieve};
 
 /// The route table: each handler with who may call it.
-fn table() -> [(Access, UtoipaMethodRouter<AppState>); 12] {
+fn table() -> [(Access, UtoipaMethodRouter<AppState>); 13] {
     [
         (Access::Public, routes!(retrieve::retrieve)),
         (Access::Public, routes!(chat::completions::completions)),
@@ -30,6 +30,7 @@ fn table() -> [(Access, UtoipaMethodRouter<AppState>); 12] {
         (Access::Public, routes!(health::healthz)),
         (Access::Public, routes!(health::readyz)),
         (Access::Public, routes!(openapi::openapi)),
+        (Access::Public, routes!(live::page::root)),
         (Access::Operator, routes!(operator::state)),
         (Access::Operator, routes!(operator::metrics)),
         (Access::Operator, routes!(live::page::dashboard)),

@@ -43,7 +43,8 @@ pub struct ServeArgs {
     #[arg(long = "access-log", default_value_t = true, action = clap::ArgAction::Set)]
     pub access_log: bool,
 
-    /// Address to listen on.
+    /// Address to listen on. The live page is `/dashboard` there (`GET /` leads to it): at the
+    /// default, http://127.0.0.1:8080/dashboard.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 

@@ -59,7 +59,10 @@ pub async fn run(
             }),
         )
     };
-    tracing::info!(%addr, "turnstile ready: listening on http://{addr}");
+    tracing::info!(
+        %addr,
+        "turnstile ready: listening on http://{addr} (the live page: http://{addr}/dashboard)"
+    );
     let open = Arc::clone(&state.connections);
     let draining = edge::accept(listener, app(state), limits, open, shutdown).await;
     upkeep.abort();

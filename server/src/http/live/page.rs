@@ -1,7 +1,7 @@
-//! `GET /dashboard`: one self-contained page that draws the `/events` stream.
+//! `GET /dashboard`: one self-contained page that draws the `/events` stream; `GET /` leads to it.
 
 use axum::http::header;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Redirect};
 
 /// The page, with its script and style inline (no external asset, no CDN).
 const DASHBOARD_HTML: &str = include_str!("dashboard.html");
@@ -28,4 +28,19 @@ pub async fn dashboard() -> impl IntoResponse {
         ],
         DASHBOARD_HTML,
     )
+}
+
+/// `GET /`: what a person who opens the service's address in a browser is looking for — the live
+/// page (a temporary redirect, so that `/` may answer otherwise one day; `/dashboard` applies the
+/// operator's token where one is set).
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "operations",
+    responses(
+        (status = 307, description = "To the live page", headers(("location" = String, description = "`/dashboard`"))),
+    )
+)]
+pub async fn root() -> Redirect {
+    Redirect::temporary("/dashboard")
 }
