@@ -327,3 +327,35 @@ fn config_check_checks_a_file_for_any_command() {
     assert_eq!(errors(&stderr).len(), 3, "{stderr}");
     assert!(errors(&stderr)[0].contains("unknown key: not a flag of `turnstile serve`"));
 }
+
+/// A plugin file that is not there is told before the corpus is read (whose index may take
+/// minutes to build: here the corpus is not even JSON Lines, and is never looked at), once, with
+/// the OS's reason once.
+#[test]
+fn a_missing_plugin_is_told_at_once_before_the_corpus() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("corpus.jsonl"), "not json lines\n").unwrap();
+    let (code, _, stderr) = turnstile(
+        tmp.path(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--plugin",
+            "missing.wasm",
+            "--corpus",
+            "corpus.jsonl",
+            "--cache-dir",
+            "cache",
+        ],
+        &[],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        errors(&stderr),
+        [
+            "loading the plugin: cannot read plugin missing.wasm: No such file or directory (os error 2)"
+        ],
+        "{stderr}"
+    );
+}

@@ -4,12 +4,13 @@ use crate::contract::{CONTRACT_PACKAGE, SUPPORTED_VERSIONS};
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     /// The plugin file could not be read.
-    #[error("cannot read plugin {path}: {source}")]
+    #[error("cannot read plugin {path}: {error}")]
     Read {
         /// The file.
         path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. In the message, not a `source`: a report that prints the error's chain would
+        /// otherwise say it twice.
+        error: std::io::Error,
     },
     /// The bytes are not a valid component, or do not fit the `retrieval-plugin` world.
     #[error("plugin {name} is not a usable retrieval-plugin component: {reason}")]

@@ -60,9 +60,9 @@ impl PluginSource {
             Self::Embedded => return Ok(Cow::Borrowed(EMBEDDED_RETRIEVAL)),
             Self::File(path) => path,
         };
-        let refuse = |source: std::io::Error| PluginError::Read {
+        let refuse = |error: std::io::Error| PluginError::Read {
             path: path.clone(),
-            source,
+            error,
         };
         let bytes = turnstile_corpus::RegularFile::open(path, MAX_PLUGIN_BYTES)
             .and_then(turnstile_corpus::RegularFile::read_all)
@@ -79,9 +79,9 @@ pub(crate) fn read_opened(
 ) -> Result<Vec<u8>, PluginError> {
     file.and_then(|file| turnstile_corpus::RegularFile::of(file, MAX_PLUGIN_BYTES))
         .and_then(turnstile_corpus::RegularFile::read_all)
-        .map_err(|source| PluginError::Read {
+        .map_err(|error| PluginError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })
 }
 

@@ -112,7 +112,7 @@ impl HotSwap {
                     Err(path) => {
                         return Err(refused(PluginError::Read {
                             path,
-                            source: too_slow(),
+                            error: too_slow(),
                         }));
                     }
                 }

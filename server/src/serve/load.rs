@@ -46,6 +46,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             .bounded(args.cache.max_bytes()),
     );
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
+    // Before the corpus, whose index may take minutes to build: a plugin file that is missing or
+    // unreadable is told at once (read again, whole, when it is loaded below).
+    args.plugin_source().read().context("loading the plugin")?;
     let index = open_corpus_index(args, &cache)?;
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
