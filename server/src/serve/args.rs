@@ -134,7 +134,9 @@ pub struct ServeArgs {
     #[arg(long = "max-waiting", default_value_t = 64)]
     pub max_waiting: usize,
 
-    /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503.
+    /// How long a request may wait for a slot, in milliseconds (1..=300000); then 503. Size it
+    /// to the backend: the last of n requests at once waits about n / --max-active calls' time
+    /// (1 s calls, --max-active 5: 30 at once wait up to 5 s).
     #[arg(long = "wait-ms", default_value_t = 5000)]
     pub wait_ms: u64,
 
