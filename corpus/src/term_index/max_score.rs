@@ -62,7 +62,7 @@ pub(super) struct Search<'l, 'a> {
     cursor: Vec<usize>,
     /// Per list: its first posting at or after the current window's end.
     end: Vec<usize>,
-    /// Per list: its next posting to look at for a candidate of the window (from `cursor`).
+    /// Per list: its next posting to look at for the window's exact scores (from `cursor`).
     probe: Vec<usize>,
     /// Per list: its bound in the current window (`idf ×` its blocks' largest part).
     bound: Vec<f64>,
@@ -240,7 +240,6 @@ impl<'l, 'a> Search<'l, 'a> {
         {
             self.essential += 1;
         }
-        self.probe.clone_from(&self.cursor);
         self.essential < self.order.len()
     }
 

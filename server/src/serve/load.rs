@@ -47,8 +47,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     );
     let precompiled = cache.plugins_dir().filter(|_| !args.no_precompiled_cache);
     // Before the corpus, whose index may take minutes to build: a plugin file that is missing or
-    // unreadable is told at once (read again, whole, when it is loaded below).
-    args.plugin_source().read().context("loading the plugin")?;
+    // unreadable is told at once. These bytes are the ones loaded below.
+    let source = args.plugin_source();
+    let bytes = source.read().context("loading the plugin")?;
     let index = open_corpus_index(args, &cache)?;
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
@@ -118,12 +119,13 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         keep_resident: None,
         capabilities: turnstile_host::conformance::capabilities(capabilities),
     };
-    let source = args.plugin_source();
     let given = Provision::new(pool, plugin_config.clone())
         .with_outbound(outbound.clone())
         .with_secrets(Arc::clone(&secrets))
         .with_credentials(Arc::clone(&credentials));
-    let plugin = Plugin::load(&runtime, &source, given.clone()).context("loading the plugin")?;
+    let plugin = Plugin::from_bytes(&runtime, &source, &bytes, given.clone())
+        .context("loading the plugin")?;
+    drop(bytes);
     if matches!(source, PluginSource::File(_)) {
         check_settings(&conformance, &source, &plugin, given)?;
     }
