@@ -62,6 +62,7 @@ async fn a_start_removes_leftovers_and_trims_the_cache_to_its_bound() {
     let served = turnstile_corpus::CorpusIndex::cache_path(
         &index,
         &hex::encode(Sha256::digest(&embedded.jsonl)),
+        &turnstile_corpus::EmbeddingModel::Shipped,
     );
     let name = served.file_name().unwrap().to_string_lossy().into_owned();
     let stem = name.trim_end_matches(".sqlite");

@@ -18,6 +18,7 @@ mod corpus;
 mod corpus_swap;
 mod drive;
 mod edge;
+mod embeddings;
 mod eval;
 mod fixtures;
 mod flows;

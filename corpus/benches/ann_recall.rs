@@ -59,7 +59,10 @@ fn main() {
         pool.term_index_bytes() as f64 / 1e6,
     );
     let questions = questions();
-    let vectors: Vec<Vec<f32>> = questions.iter().map(|q| pool.embed(q)).collect();
+    let vectors: Vec<Vec<f32>> = questions
+        .iter()
+        .map(|q| pool.embed(q).expect("the shipped model embeds"))
+        .collect();
     let started = Instant::now();
     let exact = exact_top(&index.path, &vectors, POOL);
     println!(

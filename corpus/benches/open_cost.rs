@@ -60,8 +60,8 @@ fn main() {
         let cpu = cpu_seconds();
         let sha256 = hex::encode(Sha256::digest(&corpus.jsonl));
         let hashed = (started.elapsed(), cpu_seconds());
-        let index =
-            CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache).expect("corpus index");
+        let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache, &Default::default())
+            .expect("corpus index");
         assert_eq!(index.origin, IndexOrigin::Reused, "build the index first");
         let checked = (started.elapsed(), cpu_seconds());
         if mode == "check" {

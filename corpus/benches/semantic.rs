@@ -22,18 +22,23 @@ fn bench(c: &mut Criterion) {
     let index = CorpusIndex::open_or_build(&corpus, cache.path()).expect("corpus index");
     let pool = CorpusPool::new(&index, 1).expect("corpus pool");
     let session = pool.session().expect("session");
-    let vector = pool.embed(QUESTION);
+    let vector = pool.embed(QUESTION).expect("the shipped model embeds");
 
     let mut group = c.benchmark_group("semantic");
     group.bench_function("embed question", |b| {
-        b.iter(|| pool.embed(black_box(QUESTION)))
+        b.iter(|| {
+            pool.embed(black_box(QUESTION))
+                .expect("the shipped model embeds")
+        })
     });
     group.bench_function("nearest 50", |b| {
         b.iter(|| session.nearest(black_box(&vector), POOL).expect("nearest"))
     });
     group.bench_function("embed + nearest 50", |b| {
         b.iter(|| {
-            let v = pool.embed(black_box(QUESTION));
+            let v = pool
+                .embed(black_box(QUESTION))
+                .expect("the shipped model embeds");
             session.nearest(&v, POOL).expect("nearest")
         })
     });

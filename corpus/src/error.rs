@@ -68,6 +68,11 @@ pub enum CorpusError {
     /// The embedding model does not load (a broken build: it ships inside the binary).
     #[error("embedding model: {0}")]
     Embedding(String),
+    /// The embedding server the operator named failed (past the retries of an index build, or
+    /// at once for a question). An index build keeps the passages embedded so far: the next one
+    /// resumes from them.
+    #[error("{0}")]
+    EmbeddingServer(turnstile_embed::RemoteError),
     /// The FTS5 MATCH expression does not parse.
     #[error("bad FTS5 expression: {0}")]
     BadExpression(String),

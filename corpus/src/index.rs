@@ -3,10 +3,12 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, params};
 use sha2::{Digest, Sha256};
 
-use turnstile_embed::Embedder;
+use turnstile_embed::EmbeddingModel;
 
 use super::disjunction::TOKENIZER;
 use super::document::{CorpusBytes, Document, load_documents};
+use super::passage_vectors::{self, Embedded, PassageStore};
+use super::vectors::VectorSource;
 use super::{CorpusError, checksum, flat, source_stamp, term_index, vectors};
 
 /// Bumped whenever the index schema or tokenizer changes, so old cache files are not reused.
@@ -87,6 +89,11 @@ pub struct CorpusIndex {
     pub origin: IndexOrigin,
     /// Whether its bytes were checked against its recorded checksum.
     pub checksum: ChecksumStatus,
+    /// The model its vectors come from (and its questions' must).
+    pub model: EmbeddingModel,
+    /// For an index built now through a remote model: passages embedded now and reused from
+    /// the model's passage cache. `None` for an index reused, or built with the shipped model.
+    pub embedded: Option<Embedded>,
 }
 
 impl CorpusIndex {
@@ -97,23 +104,30 @@ impl CorpusIndex {
     /// This runs once at startup, outside any request path.
     pub fn open_or_build(corpus: &CorpusBytes, cache_dir: &Path) -> Result<Self, CorpusError> {
         let sha256 = hex::encode(Sha256::digest(&corpus.jsonl));
-        Self::open_or_build_hashed(corpus, sha256, cache_dir)
+        Self::open_or_build_hashed(corpus, sha256, cache_dir, &EmbeddingModel::Shipped)
     }
 
     /// [`CorpusIndex::open_or_build`] for a caller that has hashed the JSON Lines already
     /// (`sha256`: lowercase hex of their sha256), so a large corpus is not hashed twice: a corpus
-    /// swap checks the hash against the pin before it builds anything.
+    /// swap checks the hash against the pin before it builds anything. The document vectors come
+    /// from `model`: the shipped one, or a remote one whose passages the model's cache does not
+    /// hold yet are embedded first (`passage_vectors`).
     pub fn open_or_build_hashed(
         corpus: &CorpusBytes,
         sha256: String,
         cache_dir: &Path,
+        model: &EmbeddingModel,
     ) -> Result<Self, CorpusError> {
-        let model = vectors::model()?;
+        let shipped = vectors::model()?;
+        let fingerprint = match model {
+            EmbeddingModel::Shipped => shipped.fingerprint().to_owned(),
+            EmbeddingModel::Remote(remote) => remote.fingerprint().to_owned(),
+        };
         std::fs::create_dir_all(cache_dir).map_err(|source| CorpusError::IndexIo {
             path: cache_dir.to_owned(),
             source,
         })?;
-        let path = Self::cache_path(cache_dir, &sha256);
+        let path = Self::cache_path(cache_dir, &sha256, model);
         let reused = |path: PathBuf, sha256: String, documents: u64| Self {
             path,
             sha256,
@@ -121,14 +135,16 @@ impl CorpusIndex {
             documents,
             origin: IndexOrigin::Reused,
             checksum: ChecksumStatus::new(IndexChecksum::Verified),
+            model: model.clone(),
+            embedded: None,
         };
-        if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
+        if let Some(documents) = Self::matching_cache(&path, &sha256, &fingerprint) {
             mark_used(&path);
             return Ok(reused(path, sha256, documents));
         }
         // Processes (or threads) starting together on one cache directory build the index once:
         // the others wait on this lock (released when the file closes), then reuse it.
-        let lock_path = cache_dir.join(format!("corpus-{}-v{SCHEMA_VERSION}.lock", &sha256[..16]));
+        let lock_path = path.with_extension("lock");
         let io_error = |source| CorpusError::IndexIo {
             path: lock_path.clone(),
             source,
@@ -140,12 +156,32 @@ impl CorpusIndex {
             .open(&lock_path)
             .map_err(io_error)?;
         lock.lock().map_err(io_error)?;
-        if let Some(documents) = Self::matching_cache(&path, &sha256, model.fingerprint()) {
+        if let Some(documents) = Self::matching_cache(&path, &sha256, &fingerprint) {
             mark_used(&path);
             return Ok(reused(path, sha256, documents));
         }
         let docs = load_documents(&corpus.jsonl)?;
         let documents = docs.len() as u64;
+        // A remote model's vectors first: a failure here (the server down past the retries)
+        // leaves no index behind, and keeps every batch embedded for the next build.
+        let (store, embedded) = match model {
+            EmbeddingModel::Shipped => (None, None),
+            EmbeddingModel::Remote(remote) => {
+                let mut store = PassageStore::open(cache_dir, remote.fingerprint(), remote.dims())?;
+                let texts: Vec<String> = docs.iter().map(vectors::embedded_text).collect();
+                let keyed: Vec<(passage_vectors::PassageKey, &str)> = texts
+                    .iter()
+                    .map(|t| (passage_vectors::key_of(t), t.as_str()))
+                    .collect();
+                let embedded = passage_vectors::embed_missing(remote, &mut store, &keyed)?;
+                (Some(store), Some(embedded))
+            }
+        };
+        let source = match &store {
+            None => VectorSource::Shipped(shipped),
+            Some(store) => VectorSource::Stored(store),
+        };
+        let dims = source.dims();
         // A uniquely named file in the same directory (so the rename is atomic), removed if the
         // build fails; concurrent builders (threads or processes) never share one. Its name
         // starts with the lock's (`corpus-…-vN.`): a temporary whose lock is free is left over
@@ -158,9 +194,11 @@ impl CorpusIndex {
                 path: cache_dir.to_owned(),
                 source,
             })?;
-        build(tmp.path(), docs, &sha256, model).map_err(|source| CorpusError::Index {
-            path: tmp.path().to_owned(),
-            source,
+        build(tmp.path(), docs, &sha256, &source, &fingerprint).map_err(|source| {
+            CorpusError::Index {
+                path: tmp.path().to_owned(),
+                source,
+            }
         })?;
         // On disk before it gets its final name: a crash can leave no torn index behind it.
         tmp.as_file()
@@ -178,10 +216,12 @@ impl CorpusIndex {
                 path: cache_dir.to_owned(),
                 source,
             })?;
-        let has_flat = flat::write_for_index(tmp.path(), model.dims(), flat_tmp.as_file())
-            .map_err(|source| CorpusError::Index {
-                path: flat_tmp.path().to_owned(),
-                source,
+        let has_flat =
+            flat::write_for_index(tmp.path(), dims, flat_tmp.as_file()).map_err(|source| {
+                CorpusError::Index {
+                    path: flat_tmp.path().to_owned(),
+                    source,
+                }
             })?;
         let file_checksum =
             files_checksum(tmp.path(), has_flat.then(|| flat_tmp.path())).map_err(|source| {
@@ -218,6 +258,8 @@ impl CorpusIndex {
             documents,
             origin: IndexOrigin::Built,
             checksum: ChecksumStatus::new(IndexChecksum::Verified),
+            model: model.clone(),
+            embedded,
         })
     }
 
@@ -228,17 +270,17 @@ impl CorpusIndex {
     /// it — without reading the whole file: its checksum is then computed in the background
     /// ([`Self::verify_in_background`]), so a start from a cold disk reads only what loading
     /// the index reads. `None`: open it the whole way ([`Self::open_or_build_hashed`]).
-    pub fn reuse_at_start(corpus: &Path, cache_dir: &Path) -> Option<Self> {
+    pub fn reuse_at_start(corpus: &Path, cache_dir: &Path, model: &EmbeddingModel) -> Option<Self> {
         let sha256 = source_stamp::recorded_sha256(cache_dir, corpus)?;
-        let model = vectors::model().ok()?;
-        let path = Self::cache_path(cache_dir, &sha256);
+        let fingerprint = model.fingerprint().ok()?;
+        let path = Self::cache_path(cache_dir, &sha256, model);
         let recorded = std::fs::read_to_string(checksum_path(&path)).ok()?;
         let flat = flat::path_beside(&path);
         // A flat file recorded is one present, and the other way round.
         if recorded.contains(" vectors ") != flat.exists() {
             return None;
         }
-        let documents = recorded_documents(&path, &sha256, model.fingerprint())?;
+        let documents = recorded_documents(&path, &sha256, &fingerprint)?;
         mark_used(&path);
         Some(Self {
             path,
@@ -247,6 +289,8 @@ impl CorpusIndex {
             documents,
             origin: IndexOrigin::Reused,
             checksum: ChecksumStatus::new(IndexChecksum::Checking),
+            model: model.clone(),
+            embedded: None,
         })
     }
 
@@ -286,10 +330,18 @@ impl CorpusIndex {
     }
 
     /// Where the index of the corpus whose JSON Lines hash to `sha256` (lowercase hex) is kept
-    /// in `cache_dir`: what a cache about to be trimmed keeps, before the index is built.
-    pub fn cache_path(cache_dir: &Path, sha256: &str) -> PathBuf {
+    /// in `cache_dir` with the vectors of `model`: what a cache about to be trimmed keeps,
+    /// before the index is built. A remote model's index is named by its fingerprint too, so
+    /// that one cache holds a corpus's index for each model.
+    pub fn cache_path(cache_dir: &Path, sha256: &str, model: &EmbeddingModel) -> PathBuf {
         let short = sha256.get(..16).unwrap_or(sha256);
-        cache_dir.join(format!("corpus-{short}-v{SCHEMA_VERSION}.sqlite"))
+        match model.remote() {
+            None => cache_dir.join(format!("corpus-{short}-v{SCHEMA_VERSION}.sqlite")),
+            Some(remote) => {
+                let m = remote.fingerprint().get(..8).unwrap_or_default();
+                cache_dir.join(format!("corpus-{short}-m{m}-v{SCHEMA_VERSION}.sqlite"))
+            }
+        }
     }
 
     /// The document count recorded in a cache file that is whole and of this corpus, if any:
@@ -452,7 +504,13 @@ fn content_checksum(conn: &Connection) -> rusqlite::Result<(u64, String)> {
 /// The documents go as soon as their vectors are made: the term index, built next, reads them
 /// back from the file, so the build never holds both the parsed documents and the term index's
 /// tokens of every document.
-fn build(path: &Path, docs: Vec<Document>, sha256: &str, model: &Embedder) -> rusqlite::Result<()> {
+fn build(
+    path: &Path,
+    docs: Vec<Document>,
+    sha256: &str,
+    source: &VectorSource<'_>,
+    fingerprint: &str,
+) -> rusqlite::Result<()> {
     let documents = docs.len();
     let mut conn = Connection::open(path)?;
     conn.execute_batch(&format!(
@@ -489,7 +547,7 @@ fn build(path: &Path, docs: Vec<Document>, sha256: &str, model: &Embedder) -> ru
             }
             rowids.push((rowid, d));
         }
-        vectors::build(&tx, model, &rowids)?;
+        vectors::build(&tx, source, &rowids)?;
     }
     drop(docs);
     term_index::build(&tx)?;
@@ -500,7 +558,7 @@ fn build(path: &Path, docs: Vec<Document>, sha256: &str, model: &Embedder) -> ru
         meta.execute(params!["schema", SCHEMA_VERSION])?;
         meta.execute(params!["documents", documents.to_string()])?;
         meta.execute(params!["content_sha256", content])?;
-        meta.execute(params!["embedding_model", model.fingerprint()])?;
+        meta.execute(params!["embedding_model", fingerprint])?;
     }
     tx.commit()?;
     conn.execute_batch("INSERT INTO docs(docs) VALUES ('optimize'); VACUUM;")?;

@@ -20,6 +20,7 @@ pub mod metadata;
 #[doc(hidden)]
 pub mod open_cost;
 mod parallel;
+mod passage_vectors;
 mod pool;
 mod reader;
 mod regular_file;
@@ -40,7 +41,9 @@ pub use error::CorpusError;
 pub use index::{ChecksumStatus, CorpusIndex, IndexChecksum, IndexOrigin};
 pub use limits::SessionLimits;
 pub use metadata::MAX_KIND_BYTES;
+pub use passage_vectors::Embedded;
 pub use pool::{CorpusPool, CorpusWatch};
 pub use regular_file::RegularFile;
 pub use session::{Candidate, CorpusSession, Neighbour, Ranked, sql};
 pub use source_stamp::Observation;
+pub use turnstile_embed::{EmbeddingModel, RemoteError, RemoteModel, RemoteOptions};

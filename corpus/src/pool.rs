@@ -11,9 +11,10 @@ use super::limits::SessionLimits;
 use super::metadata::Link;
 use super::reader::Reader;
 use super::session::CorpusSession;
-use super::shared::{LoadedCorpus, Paths, PoolInner};
+use super::shared::{LoadedCorpus, Paths, PoolInner, QuestionModel};
 use super::term_index::TermIndex;
 use super::vectors::{self, DocVectors};
+use turnstile_embed::EmbeddingModel;
 
 /// A document's url and fields, by id: only documents that have either have a row.
 /// A document's link by its rowid (the id is looked up in memory first: one B-tree seek, not
@@ -52,7 +53,10 @@ impl CorpusPool {
         // the index alone.
         let in_use = super::index::hold_in_use(&index.path);
         let first = Reader::open(&index.path).map_err(index_error)?;
-        let model = vectors::model()?;
+        let dims = match &index.model {
+            EmbeddingModel::Shipped => vectors::model()?.dims(),
+            EmbeddingModel::Remote(remote) => remote.dims(),
+        };
         // The term index on a thread (and a connection) of its own while the vectors, ids and
         // titles load here: the two largest parts of a start, each about half of it at a
         // million passages, side by side on two cores.
@@ -61,7 +65,7 @@ impl CorpusPool {
                 let reader = Reader::open(&index.path)?;
                 TermIndex::load(&reader.conn)
             });
-            let vectors = DocVectors::load(&first.conn, model.dims(), &index.path);
+            let vectors = DocVectors::load(&first.conn, dims, &index.path);
             let terms = terms
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -76,7 +80,14 @@ impl CorpusPool {
                 "semantic search is approximate: a question searches its nearest lists"
             );
         }
-        let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
+        let questions = match &index.model {
+            EmbeddingModel::Shipped => {
+                let model = vectors::model()?;
+                let weights = vectors::load_weights(&first.conn, model).map_err(index_error)?;
+                QuestionModel::Shipped { model, weights }
+            }
+            EmbeddingModel::Remote(remote) => QuestionModel::Remote(Arc::clone(remote)),
+        };
         if terms.documents() != vectors.len() {
             return Err(index_error(rusqlite::Error::InvalidColumnType(
                 0,
@@ -96,8 +107,7 @@ impl CorpusPool {
         let corpus = LoadedCorpus {
             has_links,
             documents: index.documents,
-            model,
-            weights,
+            questions,
             vectors,
             terms,
             tokenizer,
@@ -240,13 +250,38 @@ impl CorpusPool {
         self.inner.corpus.documents
     }
 
-    /// The embedding of `text` by the model and token weights the corpus's document vectors were
-    /// computed with (see [`turnstile_embed::Embedder::embed`]).
-    pub fn embed(&self, text: &str) -> Vec<f32> {
-        self.inner
-            .corpus
-            .model
-            .embed(text, &self.inner.corpus.weights)
+    /// The embedding of `text` by the model the corpus's document vectors were computed with:
+    /// the shipped one with the corpus's token weights (see
+    /// [`turnstile_embed::Embedder::embed`]), or the remote one the index was built through.
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>, CorpusError> {
+        match &self.inner.corpus.questions {
+            QuestionModel::Shipped { model, weights } => Ok(model.embed(text, weights)),
+            QuestionModel::Remote(_) => {
+                let mut vectors = self.embed_all(&[text.to_owned()])?;
+                Ok(vectors.pop().unwrap_or_default())
+            }
+        }
+    }
+
+    /// [`Self::embed`] of each text, in order: a remote model is asked once for the texts its
+    /// question cache does not hold (no retry: a call waits for it under its lease).
+    pub fn embed_all(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, CorpusError> {
+        match &self.inner.corpus.questions {
+            QuestionModel::Shipped { model, weights } => {
+                Ok(texts.iter().map(|t| model.embed(t, weights)).collect())
+            }
+            QuestionModel::Remote(remote) => remote
+                .embed_questions(texts)
+                .map_err(CorpusError::EmbeddingServer),
+        }
+    }
+
+    /// The remote model the corpus's vectors come from, if any.
+    pub fn remote_model(&self) -> Option<&Arc<turnstile_embed::RemoteModel>> {
+        match &self.inner.corpus.questions {
+            QuestionModel::Shipped { .. } => None,
+            QuestionModel::Remote(remote) => Some(remote),
+        }
     }
 
     /// Dimensions of the corpus's vectors (and of [`Self::embed`]'s).
@@ -289,8 +324,11 @@ impl CorpusPool {
     }
 
     /// The embedding model's name.
-    pub fn model_name(&self) -> &'static str {
-        self.inner.corpus.model.name()
+    pub fn model_name(&self) -> &str {
+        match &self.inner.corpus.questions {
+            QuestionModel::Shipped { model, .. } => model.name(),
+            QuestionModel::Remote(remote) => remote.name(),
+        }
     }
 }
 
@@ -328,7 +366,10 @@ mod tests {
             Some("nope")
         );
         assert_eq!(sibling.documents(), pool.documents());
-        assert_eq!(sibling.embed("parse"), pool.embed("parse"));
+        assert_eq!(
+            sibling.embed("parse").unwrap(),
+            pool.embed("parse").unwrap()
+        );
         drop(session);
         assert_eq!(sibling.live_sessions(), 0);
         drop((pool, sibling, other));

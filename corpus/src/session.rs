@@ -513,7 +513,7 @@ mod tests {
     fn nearest_finds_documents_by_meaning_and_refuses_bad_vectors() {
         let (pool, _dir) = pool();
         let session = pool.session().unwrap();
-        let question = pool.embed("turn a dict into a string");
+        let question = pool.embed("turn a dict into a string").unwrap();
         assert_eq!(question.len(), pool.dims());
         let near = session.nearest(&question, 10).unwrap();
         assert_eq!(near.len(), 2);
@@ -734,7 +734,7 @@ mod tests {
         let vectors = &session.pool.corpus.vectors;
         let mut checked = 0;
         for q in &questions {
-            let vector = pool.embed(q);
+            let vector = pool.embed(q).unwrap();
             for k in [5, 50] {
                 let fast: Vec<(u64, u32)> = vectors
                     .nearest(&vector, k)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use turnstile_embed::{Embedder, TokenWeights};
+use turnstile_embed::{Embedder, RemoteModel, TokenWeights};
 
 use super::disjunction::Tokenizer;
 use super::reader::Reader;
@@ -30,8 +30,8 @@ pub(crate) struct PoolInner {
 /// What a pool loads from the index into memory, read-only.
 pub(crate) struct LoadedCorpus {
     pub(crate) documents: u64,
-    pub(crate) model: &'static Embedder,
-    pub(crate) weights: TokenWeights,
+    /// How questions are embedded: as the document vectors were.
+    pub(crate) questions: QuestionModel,
     pub(crate) vectors: DocVectors,
     pub(crate) terms: TermIndex,
     pub(crate) tokenizer: Tokenizer,
@@ -40,6 +40,17 @@ pub(crate) struct LoadedCorpus {
     /// A shared lock on the index's checksum file while the corpus is loaded: the index is in
     /// use, and the cache's trimming passes over it.
     pub(crate) _in_use: Option<std::fs::File>,
+}
+
+/// The model a corpus's questions are embedded by: the one its document vectors came from.
+pub(crate) enum QuestionModel {
+    /// The shipped model, with the token weights of this corpus.
+    Shipped {
+        model: &'static Embedder,
+        weights: TokenWeights,
+    },
+    /// The remote model the index was built through.
+    Remote(Arc<RemoteModel>),
 }
 
 /// How many calls of one kind the term index answered, and how many went to FTS5.

@@ -16,12 +16,13 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 
 use rusqlite::{Connection, Transaction, params};
-use turnstile_embed::{Embedder, TokenWeights};
+use turnstile_embed::{Embedder, MAX_REMOTE_TEXT_BYTES, TokenWeights};
 
 use super::flat::FlatVectors;
 use super::inverted_file::{Candidate, InvertedFile};
 use super::ivf::{self, dot};
 use super::labels::Labels;
+use super::passage_vectors::{PassageStore, key_of};
 use super::{CorpusError, Document, parallel};
 
 /// The text a document is embedded from: its id, title and text, so that a question naming the
@@ -38,12 +39,74 @@ pub(super) fn model() -> Result<&'static Embedder, CorpusError> {
 /// Documents embedded (and stored) at once: each batch is split over every core.
 const EMBED_BATCH: usize = 8_192;
 
+/// Where an index build's document vectors come from.
+pub(super) enum VectorSource<'a> {
+    /// The shipped static model, with token weights from these documents.
+    Shipped(&'a Embedder),
+    /// A remote model's vectors, embedded into the store before the build
+    /// (`passage_vectors`): looked up by each document's text.
+    Stored(&'a PassageStore),
+}
+
+impl VectorSource<'_> {
+    /// Dimensions of the vectors.
+    pub(super) fn dims(&self) -> usize {
+        match self {
+            Self::Shipped(model) => model.dims(),
+            Self::Stored(store) => store.dims(),
+        }
+    }
+}
+
+/// Stores every document's vector (little-endian f32, under its rowid), and for a large corpus
+/// its inverted file (`ivf.rs`): from the shipped model ([`build_shipped`]) or from the store a
+/// remote model's run filled (a document whose vector it does not hold fails the build: the run
+/// embedded every one).
+pub(super) fn build(
+    tx: &Transaction<'_>,
+    source: &VectorSource<'_>,
+    docs: &[(i64, &Document)],
+) -> rusqlite::Result<()> {
+    let store = match source {
+        VectorSource::Shipped(model) => return build_shipped(tx, model, docs),
+        VectorSource::Stored(store) => store,
+    };
+    tx.execute_batch("CREATE TABLE vectors (doc INTEGER PRIMARY KEY, v BLOB NOT NULL);")?;
+    let mut insert = tx.prepare("INSERT INTO vectors (doc, v) VALUES (?1, ?2)")?;
+    for (rowid, doc) in docs {
+        let key = key_of(&embedded_text(doc));
+        let blob = store.get_bytes(&key)?.ok_or_else(|| {
+            rusqlite::Error::InvalidColumnType(
+                0,
+                format!("no stored vector for document {}", doc.id),
+                rusqlite::types::Type::Blob,
+            )
+        })?;
+        insert.execute(params![rowid, blob])?;
+    }
+    ivf::build(tx, store.dims())
+}
+
+/// The text of `doc` a remote model is sent (and its vector is keyed by): [`document_text`] cut
+/// to the bytes a model reads.
+pub(super) fn embedded_text(doc: &Document) -> String {
+    let mut text = document_text(doc);
+    if text.len() > MAX_REMOTE_TEXT_BYTES {
+        let mut end = MAX_REMOTE_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
 /// Weighs the model's tokens by their frequency in these documents ([`TokenWeights::sif`]),
 /// embeds every document, and stores the weights and each vector (little-endian f32, under its
 /// rowid); then, for a large corpus, its inverted file (`ivf.rs`). Tokenizing and embedding run
 /// on every core; the documents are tokenized twice (to count, then to embed) so that no more
 /// than a batch's tokens are ever held.
-pub(super) fn build(
+fn build_shipped(
     tx: &Transaction<'_>,
     model: &Embedder,
     docs: &[(i64, &Document)],

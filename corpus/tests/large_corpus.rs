@@ -141,7 +141,7 @@ fn a_large_corpus_keeps_the_exact_answer_through_its_inverted_file() {
     let session = pool.session().expect("a session");
     let (mut hits, mut total) = (0usize, 0usize);
     for question in questions() {
-        let v = pool.embed(&question);
+        let v = pool.embed(&question).unwrap();
         let mut exact: Vec<(f64, u64)> = stored.iter().map(|(doc, s)| (dot(s, &v), *doc)).collect();
         exact.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let truth: HashSet<u64> = exact[..K].iter().map(|(_, d)| *d).collect();

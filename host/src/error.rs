@@ -76,7 +76,25 @@ impl PluginError {
             _ => None,
         }
     }
+
+    /// For a call ended by the operator's embedding server (`--embeddings`), how it failed: the
+    /// server answers for it, not for the plugin.
+    pub fn embeddings_failure(&self) -> Option<&turnstile_corpus::RemoteError> {
+        match self {
+            Self::Trap(error) => error
+                .downcast_ref::<EmbeddingsFailed>()
+                .map(|failed| &failed.0),
+            _ => None,
+        }
+    }
 }
+
+/// The operator's embedding server failed a call's texts (`--embeddings`): the call ends (a trap
+/// whose root cause this is), and the server answers for the embedding server, not for the
+/// plugin ([`PluginError::embeddings_failure`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EmbeddingsFailed(pub turnstile_corpus::RemoteError);
 
 /// Why a component cannot serve as a plugin.
 #[derive(Debug, thiserror::Error)]

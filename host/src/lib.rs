@@ -52,7 +52,7 @@ pub use capabilities::{
     MAX_MEMORIES, MAX_OPEN_SESSIONS, MAX_RESOURCES, MAX_TABLE_ELEMENTS, MAX_TABLES,
 };
 pub use client_link::{ClientGuard, ClientLink};
-pub use error::{ContractViolation, Incompatibility, PluginError};
+pub use error::{ContractViolation, EmbeddingsFailed, Incompatibility, PluginError};
 pub use observe::{HostCallKind, HostCallOutcome, Observer, OutboundEvent, OutboundOutcome};
 pub use output::{
     MAX_CAPTURED_OUTPUT, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOG_MESSAGE, MAX_LOGGED_TEXT, sanitize,

@@ -19,6 +19,11 @@ use super::STATE_DEADLINE;
 
 /// The script.
 pub const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/upstream/upstream.py");
+/// The embeddings server's script.
+pub const EMBEDDINGS_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/upstream/embeddings.py"
+);
 
 /// A running upstream.
 pub struct Upstream {
@@ -40,10 +45,24 @@ impl Upstream {
     /// [`Upstream::start`] with more flags (`--stream-ms`, `--answer-words`, …) and environment
     /// (`UPSTREAM_REQUIRE_KEY`: a key need not sit in its arguments).
     pub fn start_with(latency: Duration, flags: &[&str], env: &[(&str, &str)]) -> Self {
+        let latency = latency.as_millis().to_string();
+        let mut all = vec!["--latency-ms", latency.as_str()];
+        all.extend_from_slice(flags);
+        Self::start_script(SCRIPT, &all, env)
+    }
+
+    /// The local embeddings server (`tests/upstream/embeddings.py`) with `flags` (`--dims N`,
+    /// `--delay-ms N`); `POST /control` ([`Upstream::control`]) changes how it behaves.
+    pub fn embeddings(flags: &[&str]) -> Self {
+        Self::start_script(EMBEDDINGS_SCRIPT, flags, &[])
+    }
+
+    /// `script` (a server of the same conventions: `--port 0`, its first line `listening on
+    /// URL`, `/stats`, `--exit-with-stdin`) with `flags` and `env`.
+    fn start_script(script: &str, flags: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new("python3")
-            .arg(SCRIPT)
-            .args(["--port", "0", "--latency-ms"])
-            .arg(latency.as_millis().to_string())
+            .arg(script)
+            .args(["--port", "0"])
             .args(flags)
             .envs(env.iter().copied())
             .arg("--exit-with-stdin")
@@ -51,7 +70,7 @@ impl Upstream {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("start python3 {SCRIPT}: {e}"));
+            .unwrap_or_else(|e| panic!("start python3 {script}: {e}"));
         let lifeline = child.stdin.take();
         let log = Arc::new(Mutex::new(String::new()));
         let stderr = child.stderr.take().unwrap();
@@ -131,14 +150,25 @@ impl Upstream {
         }
     }
 
+    /// POSTs `settings` to its `/control` (the embeddings server's): what it does from now on.
+    pub fn control(&self, settings: Value) -> Value {
+        self.call_with("POST", "/control", &settings.to_string())
+    }
+
     /// One request on a connection of its own; the JSON body of the answer.
     fn call(&self, method: &str, path: &str) -> Value {
+        self.call_with(method, path, "")
+    }
+
+    /// [`Self::call`] with a body.
+    fn call_with(&self, method: &str, path: &str, body: &str) -> Value {
         let authority = self.origin.trim_start_matches("http://");
         let mut stream = TcpStream::connect(authority).unwrap();
         stream.set_read_timeout(Some(STATE_DEADLINE)).unwrap();
         write!(
             stream,
-            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
         )
         .unwrap();
         let mut response = String::new();

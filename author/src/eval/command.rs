@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
+use turnstile_corpus::{CorpusIndex, CorpusPool, EmbeddingModel, RemoteModel, read_corpus};
 
 use super::questions::{Question, read_questions};
 use super::report::{Answer, Latency, PluginReport, Report, text};
@@ -66,6 +66,12 @@ pub struct EvalArgs {
     /// `~/.cache/turnstile`).
     #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+
+    /// The embedding model, when not the built-in one (`--embeddings URL`), as `serve`'s: the
+    /// corpus index is built through it (its passage cache shared with `serve`'s when the cache
+    /// directory is), and the questions embedded by it.
+    #[command(flatten)]
+    pub embeddings: turnstile_embed::EmbeddingsArgs,
 }
 
 /// Runs `turnstile eval`; prints text or JSON. Always succeeds when the question set could be
@@ -116,8 +122,15 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     );
     let trusted = TrustedRoots::load(&args.outbound_ca_file)
         .map_err(|e| anyhow::anyhow!("--outbound-ca-file: {e}"))?;
+    let model = match args.embeddings.options(Vec::new()) {
+        None => EmbeddingModel::Shipped,
+        Some(options) => EmbeddingModel::Remote(std::sync::Arc::new(
+            RemoteModel::connect(options).map_err(|e| anyhow::anyhow!("--embeddings: {e}"))?,
+        )),
+    };
     let corpus = read_corpus(args.corpus.as_deref())?;
-    let index = CorpusIndex::open_or_build(&corpus, &cache.index_dir())?;
+    let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
+    let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache.index_dir(), &model)?;
     let runtime = runtime_trusting(cache.plugins_dir(), trusted)?;
     let mut plugins = vec![match &args.plugin {
         Some(path) => PluginSource::File(path.clone()),

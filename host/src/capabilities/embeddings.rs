@@ -1,14 +1,18 @@
 //! The `embeddings` capability: the host's embedding model, the one the corpus's document
-//! vectors were computed with, bounded in texts per call and bytes per text.
+//! vectors were computed with, bounded in texts per call and bytes per text. With a remote model
+//! (`--embeddings URL`) a call's texts go to the operator's embedding server, under the call's
+//! lease; a failure there ends the call with [`EmbeddingsFailed`] (a trap the server answers as
+//! the embedding server's failure, 503 or 502, never a 500): the contract's `embed-error` only
+//! speaks of arguments, and a plugin has nothing to do about a server that is down.
 
 use std::time::Instant;
 
-use turnstile_corpus::CorpusPool;
+use turnstile_corpus::{CorpusError, CorpusPool};
 use wasmtime::component::Linker;
 
 use super::capability::{Call, Capability, HasRoom, InRoom, Room};
 use crate::bindings::turnstile::retrieval::embeddings;
-use crate::error::PluginError;
+use crate::error::{EmbeddingsFailed, PluginError};
 use crate::observe::{HostCallKind, HostCallOutcome};
 use crate::provision::Provision;
 
@@ -75,17 +79,21 @@ impl embeddings::Host for Room<'_, Embeddings> {
         };
         let (result, outcome) = match refused {
             Some(reason) => (
-                Err(embeddings::EmbedError::InvalidArgument(reason)),
+                Ok(Err(embeddings::EmbedError::InvalidArgument(reason))),
                 HostCallOutcome::Error,
             ),
-            None => (
-                Ok(texts.iter().map(|t| self.state.embed(t)).collect()),
-                HostCallOutcome::Ok,
-            ),
+            None => match self.state.embed_all(&texts) {
+                Ok(vectors) => (Ok(Ok(vectors)), HostCallOutcome::Ok),
+                Err(CorpusError::EmbeddingServer(error)) => (
+                    Err(wasmtime::Error::new(EmbeddingsFailed(error))),
+                    HostCallOutcome::Error,
+                ),
+                Err(other) => (Err(wasmtime::Error::new(other)), HostCallOutcome::Error),
+            },
         };
         if let Some(observer) = &self.call.observer {
             observer.host_call(HostCallKind::Embed, outcome, started.elapsed());
         }
-        Ok(result)
+        result
     }
 }

@@ -150,12 +150,13 @@ impl HotSwap {
         if held >= MAX_RETIRED_CORPORA {
             return Err(CorpusSwapError::MemoryHeld { held });
         }
-        let index = CorpusIndex::open_or_build_hashed(&corpus, actual, &self.index_dir).map_err(
-            |e| match e {
+        // Built with the serving corpus's model: a swap never changes the embedding model.
+        let model = previous.corpus.index.model.clone();
+        let index = CorpusIndex::open_or_build_hashed(&corpus, actual, &self.index_dir, &model)
+            .map_err(|e| match e {
                 CorpusError::BadDocument { .. } => CorpusSwapError::Invalid(e),
                 other => CorpusSwapError::Index(other),
-            },
-        )?;
+            })?;
         drop(corpus);
         let pool =
             CorpusPool::new(&index, self.idle_connections).map_err(CorpusSwapError::Index)?;

@@ -108,8 +108,15 @@ pub(crate) fn start(
             span.record("outbound_ms", millis(outbound.elapsed));
         }
         let failed = result.is_err() || stats.used.answer.finish == Some(FinishReason::Failed);
-        if failed && outbound.signal.is_some() {
-            // The call failed because its backend turned work away: the adaptive limit backs off
+        let embeddings_busy = result
+            .as_ref()
+            .err()
+            .and_then(PluginError::embeddings_failure);
+        if failed
+            && (outbound.signal.is_some() || embeddings_busy.is_some_and(|e| e.is_transient()))
+        {
+            // The call failed because its backend (or the embedding server) turned work away: the
+            // adaptive limit backs off
             // instead of learning a fast failure as a latency. (A call that met a 429 and still
             // answered — a retry, a fallback — is an ordinary sample.)
             admitted.mark_dropped();
@@ -187,7 +194,9 @@ pub(crate) fn settle(
         }
         Err(error) => {
             let backend = outbound.signal.is_some() || outbound.failure.is_some();
-            let answer = if backend && matches!(error, PluginError::Guest(_)) {
+            let answer = if let Some(failure) = error.embeddings_failure() {
+                ApiError::embeddings(failure, request_id)
+            } else if backend && matches!(error, PluginError::Guest(_)) {
                 // A plugin that failed after its backend refused or failed: the backend's word
                 // is what the client can act on.
                 ApiError::upstream(&outbound, request_id, None)

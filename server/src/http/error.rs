@@ -117,6 +117,28 @@ impl ApiError {
         }
     }
 
+    /// The error of a call the operator's embedding server failed (`--embeddings`): 503
+    /// `embeddings_unavailable` when trying again may succeed (with its `Retry-After`, else 1 s),
+    /// else 502 `embeddings_failed`.
+    pub(crate) fn embeddings(failure: &turnstile_corpus::RemoteError, request_id: u64) -> Self {
+        let (code, retry_after) = match failure {
+            turnstile_corpus::RemoteError::Unreachable { .. } => {
+                (UpstreamCode::EmbeddingsUnavailable, Some(1))
+            }
+            transient if transient.is_transient() => (
+                UpstreamCode::EmbeddingsUnavailable,
+                Some(transient.retry_after().map_or(1, |d| d.as_secs().max(1))),
+            ),
+            _ => (UpstreamCode::EmbeddingsFailed, None),
+        };
+        Self::Upstream {
+            code,
+            retry_after,
+            request_id,
+            sources: None,
+        }
+    }
+
     pub(crate) fn invalid(code: InvalidCode, detail: impl Into<String>) -> Self {
         Self::Invalid {
             code,
@@ -466,6 +488,12 @@ pub(crate) fn upstream_detail(code: UpstreamCode) -> &'static str {
         UpstreamCode::UpstreamError => "the backend the plugin calls failed (it answered 5xx)",
         UpstreamCode::AnswerFailed => {
             "the plugin could not have an answer from what its backend sent"
+        }
+        UpstreamCode::EmbeddingsUnavailable => {
+            "the embedding server could not embed the question now (busy, down or slow)"
+        }
+        UpstreamCode::EmbeddingsFailed => {
+            "the embedding server refused or failed to embed the question"
         }
     }
 }

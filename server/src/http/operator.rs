@@ -6,7 +6,9 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 
-use super::api::{ConnectionsBody, CorpusRefBody, OutboundBody, PluginBody, StateBody};
+use super::api::{
+    ConnectionsBody, CorpusRefBody, EmbeddingsBody, OutboundBody, PluginBody, StateBody,
+};
 use super::state::AppState;
 
 /// `GET /state`: the gate's snapshot (taken atomically under its lock) plus what helps an
@@ -30,6 +32,7 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
         gate: state.admission.gate().snapshot(),
         plugin: PluginBody::of(&generation),
         corpus: CorpusRefBody::of(&generation),
+        embeddings: EmbeddingsBody::of(&generation),
         corpus_sessions_open: generation.plugin.corpus().live_sessions(),
         connections: ConnectionsBody {
             open: state.connections.load(std::sync::atomic::Ordering::SeqCst),

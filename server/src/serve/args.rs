@@ -105,6 +105,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub cache: super::cache_args::CacheArgs,
 
+    /// The embedding model, when not the built-in one (`--embeddings URL`).
+    #[command(flatten)]
+    pub embeddings: turnstile_embed::EmbeddingsArgs,
+
     /// Requests whose plugin call may run at once (1..=1024), or `auto`: a limit that follows
     /// the calls' latency, between --max-active-min and --max-active-max.
     #[arg(long = "max-active", default_value_t = MaxActive::Fixed(4), value_parser = parse_max_active)]

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use turnstile_corpus::{CorpusIndex, CorpusPool, Observation, read_corpus_within};
+use turnstile_corpus::{
+    CorpusIndex, CorpusPool, EmbeddingModel, Observation, RemoteModel, read_corpus_within,
+};
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::{Credentials, Origins, TrustedRoots};
@@ -50,7 +52,11 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     // unreadable is told at once. These bytes are the ones loaded below.
     let source = args.plugin_source();
     let bytes = source.read().context("loading the plugin")?;
-    let index = open_corpus_index(args, &cache)?;
+    let credentials =
+        Credentials::load(&args.outbound.credentials(), &|var| std::env::var(var).ok())
+            .context("--outbound-bearer/--outbound-header")?;
+    let model = embedding_model(args, &credentials)?;
+    let index = open_corpus_index(args, &cache, &model)?;
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
     {
@@ -65,7 +71,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     tracing::info!(
         source = %index.source, documents = index.documents, sha256 = %index.sha256,
         origin = ?index.origin, path = %index.path.display(),
-        embedding_model = pool.model_name(), dimensions = pool.dims(), "corpus index ready"
+        embedding_model = pool.model_name(), dimensions = pool.dims(),
+        passages_embedded = index.embedded.map(|e| e.embedded),
+        passages_reused = index.embedded.map(|e| e.reused), "corpus index ready"
     );
     let mut capabilities = CapabilityOptions::default();
     capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
@@ -79,11 +87,12 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     if let Some(name) = secrets.names().find(|n| plugin_config.contains_key(*n)) {
         anyhow::bail!("--plugin-secret {name}: a --plugin-config setting has that name too");
     }
-    let credentials =
-        Credentials::load(&args.outbound.credentials(), &|var| std::env::var(var).ok())
-            .context("--outbound-bearer/--outbound-header")?;
+    // A credential goes to an origin a plugin is granted, or to the embeddings server (which
+    // the host reaches, no plugin).
+    let mut reached: Vec<String> = args.outbound.outbound_allow.clone();
+    reached.extend(model.remote().map(|remote| remote.origin().to_owned()));
     credentials
-        .check_granted(&outbound)
+        .check_granted(&Origins::parse(&reached).context("--embeddings")?)
         .context("--outbound-bearer/--outbound-header")?;
     let credentials = Arc::new(credentials);
     if !outbound.is_empty() {
@@ -250,13 +259,17 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
 /// index is reused on its recorded checksum, computed whole in the background once loaded.
 /// Otherwise the file is read and hashed, the cache trimmed to make room, the index reused or
 /// built, and the file's stamp recorded for the next start.
-fn open_corpus_index(args: &ServeArgs, cache: &Cache) -> anyhow::Result<CorpusIndex> {
+fn open_corpus_index(
+    args: &ServeArgs,
+    cache: &Cache,
+    model: &EmbeddingModel,
+) -> anyhow::Result<CorpusIndex> {
     let index_dir = cache.index_dir();
     let stamped = args
         .corpus
         .as_deref()
         .filter(|_| args.corpus_sha256.is_none())
-        .and_then(|path| CorpusIndex::reuse_at_start(path, &index_dir));
+        .and_then(|path| CorpusIndex::reuse_at_start(path, &index_dir, model));
     if let Some(index) = stamped {
         cache.trim(&[&index.path]);
         return Ok(index);
@@ -266,12 +279,40 @@ fn open_corpus_index(args: &ServeArgs, cache: &Cache) -> anyhow::Result<CorpusIn
     let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
     // Room for the index before it is built (a full cache must not stop a start), keeping it if
     // it is there already.
-    cache.trim(&[&CorpusIndex::cache_path(&index_dir, &sha256)]);
-    let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &index_dir)?;
+    cache.trim(&[&CorpusIndex::cache_path(&index_dir, &sha256, model)]);
+    let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &index_dir, model)?;
     if let Some(observation) = observation {
         observation.record(&index_dir, &index.sha256);
     }
     Ok(index)
+}
+
+/// The embedding model `--embeddings` names, connected (its dimensions learnt from the server,
+/// which a start waits for as a build's batches do), or the built-in one. The credential bound
+/// to the server's origin, if any, goes with its every request.
+fn embedding_model(args: &ServeArgs, credentials: &Credentials) -> anyhow::Result<EmbeddingModel> {
+    let Some(url) = args.embeddings.embeddings.as_deref() else {
+        return Ok(EmbeddingModel::Shipped);
+    };
+    let uri: axum::http::Uri = url
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--embeddings: {url:?} is not a URL"))?;
+    let headers = credentials
+        .for_uri(&uri)
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+        .collect();
+    let options = args
+        .embeddings
+        .options(headers)
+        .unwrap_or_else(|| unreachable!());
+    let remote = RemoteModel::connect(options).context("--embeddings")?;
+    tracing::info!(
+        model = remote.name(),
+        endpoint = remote.endpoint(),
+        dimensions = remote.dims(),
+        "embedding model ready"
+    );
+    Ok(EmbeddingModel::Remote(Arc::new(remote)))
 }
 
 /// A warning for each setting that names an `http(s)://` origin no grant covers: the plugin

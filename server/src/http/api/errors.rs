@@ -193,6 +193,12 @@ pub enum UpstreamCode {
     /// 502: the plugin could not have an answer from what the backend sent (not the shape it
     /// reads, a stream that broke off).
     AnswerFailed,
+    /// 503: the embedding server the operator named (`--embeddings`) is past its capacity
+    /// (429, 503, no answer in time) or could not be reached: the question could not be embedded.
+    EmbeddingsUnavailable,
+    /// 502: the embedding server refused or failed the question (401/403, another 4xx or 5xx,
+    /// an answer that is not embeddings).
+    EmbeddingsFailed,
 }
 
 impl UpstreamCode {
@@ -207,6 +213,8 @@ impl UpstreamCode {
             Self::UpstreamRejected => "upstream_rejected",
             Self::UpstreamError => "upstream_error",
             Self::AnswerFailed => "answer_failed",
+            Self::EmbeddingsUnavailable => "embeddings_unavailable",
+            Self::EmbeddingsFailed => "embeddings_failed",
         }
     }
 }

@@ -27,8 +27,8 @@ pub use errors::{
 };
 pub use live::{EventsBody, LiveBody, LiveSnapshot};
 pub use operations::{
-    AllocatorBody, ConnectionsBody, CorpusBody, HealthBody, HealthStatus, OutboundBody, ReadyBody,
-    ReadyStatus, StateBody, StuckCall,
+    AllocatorBody, ConnectionsBody, CorpusBody, EmbeddingsBackend, EmbeddingsBody, HealthBody,
+    HealthStatus, OutboundBody, QuestionCacheBody, ReadyBody, ReadyStatus, StateBody, StuckCall,
 };
 pub use retrieval::{
     AnswerStatus, CompletedStatus, CorpusRefBody, PluginBody, RetrieveRequestBody,

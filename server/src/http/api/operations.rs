@@ -75,6 +75,49 @@ pub struct CorpusBody {
     /// Corpora swapped out that requests admitted before their swap still read (their memory
     /// is freed when the last of those requests ends).
     pub retired_in_memory: usize,
+    /// The embedding model its vectors (and its questions') come from.
+    pub embeddings: EmbeddingsBody,
+}
+
+/// The embedding model of the corpus being served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmbeddingsBody {
+    /// The model's name: the built-in one's, or the one asked of `--embeddings`' server.
+    pub model: String,
+    /// Dimensions of its vectors.
+    pub dimensions: usize,
+    /// `built_in`, or `remote` (an OpenAI-compatible server the operator named; its address is
+    /// not shown here).
+    pub backend: EmbeddingsBackend,
+    /// For an index built through a remote model when this corpus was loaded: passages sent to
+    /// the model, and passages whose vectors its passage cache held already.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passages: Option<turnstile_corpus::Embedded>,
+    /// A remote model's question cache: questions answered from it, questions sent, entries
+    /// held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question_cache: Option<QuestionCacheBody>,
+}
+
+/// Where a corpus's embeddings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbeddingsBackend {
+    /// The static model built into turnstile.
+    BuiltIn,
+    /// A model behind an OpenAI-compatible embeddings server (`--embeddings`).
+    Remote,
+}
+
+/// A remote model's question cache.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuestionCacheBody {
+    /// Questions whose vector was held.
+    pub hits: u64,
+    /// Questions sent to the server.
+    pub misses: u64,
+    /// Vectors held now (at most `--embeddings-question-cache`).
+    pub entries: usize,
 }
 
 impl CorpusBody {
@@ -92,6 +135,33 @@ impl CorpusBody {
             index: index.origin,
             checksum: index.checksum.get(),
             retired_in_memory,
+            embeddings: EmbeddingsBody::of(generation),
+        }
+    }
+}
+
+impl EmbeddingsBody {
+    /// The embedding model of `generation`'s corpus.
+    pub fn of(generation: &Generation) -> Self {
+        let pool = generation.plugin.corpus();
+        let remote = pool.remote_model();
+        Self {
+            model: pool.model_name().to_owned(),
+            dimensions: pool.dims(),
+            backend: if remote.is_some() {
+                EmbeddingsBackend::Remote
+            } else {
+                EmbeddingsBackend::BuiltIn
+            },
+            passages: generation.corpus.index.embedded,
+            question_cache: remote.map(|remote| {
+                let (hits, misses, entries) = remote.question_cache_counts();
+                QuestionCacheBody {
+                    hits,
+                    misses,
+                    entries,
+                }
+            }),
         }
     }
 }
@@ -132,6 +202,8 @@ pub struct StateBody {
     pub plugin: PluginBody,
     /// The serving corpus.
     pub corpus: CorpusRefBody,
+    /// The serving corpus's embedding model.
+    pub embeddings: EmbeddingsBody,
     /// Corpus sessions open now.
     pub corpus_sessions_open: usize,
     /// Connections.
