@@ -361,3 +361,44 @@ async fn bad_embeddings_settings_are_told_before_anything_is_built() {
         assert!(!error.contains("user:key"), "{error}");
     }
 }
+
+#[test]
+fn eval_measures_a_plugin_with_the_named_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Upstream::embeddings(&[]);
+    let corpus = write_corpus(dir.path(), "first");
+    let questions = dir.path().join("questions.jsonl");
+    let asked: Vec<String> = [3, 17, 29]
+        .iter()
+        .map(|i| {
+            json!({"q": format!("gamma{i} delta{i}"), "expect": [format!("doc.{i}")]}).to_string()
+        })
+        .collect();
+    std::fs::write(&questions, asked.join("\n") + "\n").unwrap();
+    let output = Command::new(binary())
+        .arg("eval")
+        .arg(&questions)
+        .args(["--json", "--corpus"])
+        .arg(&corpus)
+        .arg("--cache-dir")
+        .arg(dir.path())
+        .args([
+            "--embeddings",
+            model.origin(),
+            "--embeddings-model",
+            "test-hashing",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["plugins"][0]["errors"], 0, "{report}");
+    assert_eq!(
+        report["plugins"][0]["metrics"]["recall_at_1"], 1.0,
+        "{report}"
+    );
+    let stats = model.stats();
+    assert_eq!(passages_embedded(&stats), PASSAGES as u64 + 3, "{stats}");
+    assert_eq!(stats["texts_seen"]["gamma17 delta17"], 1);
+}
