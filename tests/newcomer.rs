@@ -355,3 +355,21 @@ fn completions_and_man_pages_come_from_the_parser() {
     assert!(serve.contains("max\\-active"), "{serve}");
     assert!(dir.path().join("turnstile-corpus-build.1").exists());
 }
+
+/// A flag named by another tool's word for it is pointed at turnstile's, not at the flag spelt
+/// nearest (`--max-concurrency` is nearest `--max-connections`, which means something else).
+#[test]
+fn a_flag_named_by_its_meaning_is_pointed_at_the_right_one() {
+    for (given, meant, not) in [
+        ("--max-concurrency", "--max-active", "--max-connections"),
+        ("--queue-size", "--max-waiting", "--max-connections"),
+    ] {
+        let (ok, _, stderr) = turnstile(&["serve", given, "5"]);
+        assert!(!ok);
+        assert!(stderr.contains(&format!("'{meant}'")), "{given}: {stderr}");
+        assert!(!stderr.contains(not), "{given}: {stderr}");
+    }
+    // A slip of spelling still gets clap's own suggestion.
+    let (ok, _, stderr) = turnstile(&["serve", "--max-activ", "5"]);
+    assert!(!ok && stderr.contains("'--max-active'"), "{stderr}");
+}

@@ -41,12 +41,67 @@ pub fn parse_shape(
     argv: impl IntoIterator<Item = OsString>,
 ) -> Result<ArgMatches, clap::Error> {
     let argv: Vec<OsString> = argv.into_iter().collect();
-    match build(Required::Kept).try_get_matches_from(&argv) {
+    let matched = match build(Required::Kept).try_get_matches_from(&argv) {
         Err(e) if e.kind() == ErrorKind::MissingRequiredArgument => {
             build(Required::Relaxed).try_get_matches_from(&argv)
         }
         matched => matched,
+    };
+    matched.map_err(|error| with_synonym(error, &build(Required::Kept), &argv))
+}
+
+/// Flags a user may reach for by another field's word, and the flag that does it: clap suggests
+/// by spelling (`--max-concurrency` is nearest `--max-connections`), a person means the meaning.
+const SYNONYMS: [(&str, &str); 6] = [
+    ("--max-concurrency", "--max-active"),
+    ("--concurrency", "--max-active"),
+    ("--max-concurrent", "--max-active"),
+    ("--max-queue", "--max-waiting"),
+    ("--queue-size", "--max-waiting"),
+    ("--timeout-ms", "--wait-ms"),
+];
+
+/// `error` suggesting the flag a [`SYNONYMS`] word means instead of clap's nearest spelling,
+/// when the command it was given to has that flag.
+fn with_synonym(mut error: clap::Error, root: &Command, argv: &[OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return error;
     }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    let given = given.split('=').next().unwrap_or_default();
+    let Some((_, meant)) = SYNONYMS.iter().find(|(word, _)| *word == given) else {
+        return error;
+    };
+    // The command the flag was given to: the first subcommand named on the line, else the root.
+    let command = argv
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .find_map(|a| root.find_subcommand(a))
+        .unwrap_or(root);
+    if command
+        .get_arguments()
+        .any(|a| a.get_long() == meant.strip_prefix("--"))
+    {
+        error.insert(
+            ContextKind::SuggestedArg,
+            ContextValue::String((*meant).to_owned()),
+        );
+        // clap's usage line showed the flag it had suggested: the command's own instead.
+        let mut usage = command.clone();
+        if !std::ptr::eq(command, root) {
+            let bin = root.get_bin_name().unwrap_or(root.get_name());
+            usage = usage.bin_name(format!("{bin} {}", command.get_name()));
+        }
+        error.insert(
+            ContextKind::Usage,
+            ContextValue::StyledStr(usage.render_usage()),
+        );
+    }
+    error
 }
 
 /// The command for the final parse of merged values: the real parsers and ties, and no variable
