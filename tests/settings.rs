@@ -359,3 +359,37 @@ fn a_missing_plugin_is_told_at_once_before_the_corpus() {
         "{stderr}"
     );
 }
+
+/// A plugin and a corpus given in each other's place: the file that is not a plugin is told
+/// before the corpus is read (a corpus that is no JSON Lines is never looked at), and a plugin
+/// given as the corpus is named as a plugin, not sent to `corpus build` as a document.
+#[test]
+fn a_plugin_and_a_corpus_swapped_are_told_for_what_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("corpus.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+    std::fs::write(tmp.path().join("broken.jsonl"), "not json lines\n").unwrap();
+    let serve = |plugin: &str, corpus: &str| {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--cache-dir", "cache"];
+        args.extend(["--plugin", plugin, "--corpus", corpus]);
+        let (code, _, stderr) = turnstile(tmp.path(), &args, &[]);
+        assert_eq!(code, 1, "{stderr}");
+        errors(&stderr)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<String>>()
+    };
+    let told = serve("corpus.jsonl", "broken.jsonl");
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].starts_with("loading the plugin: plugin corpus is not a usable")
+            && told[0].contains("not a WebAssembly file"),
+        "{told:?}"
+    );
+    let plugin = crate::support::lexical_plugin(tmp.path());
+    let told = serve(plugin.to_str().unwrap(), plugin.to_str().unwrap());
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("is WebAssembly (a plugin), not a corpus: give a plugin with --plugin"),
+        "{told:?}"
+    );
+}

@@ -176,6 +176,11 @@ fn read_regular(
     if jsonl.len() as u64 > max_bytes {
         return Err(too_large());
     }
+    if jsonl.starts_with(b"\0asm") {
+        return Err(CorpusError::PluginGivenAsCorpus {
+            path: path.to_owned(),
+        });
+    }
     if !starts_like_json_lines(&jsonl) {
         return Err(not_a_corpus(false));
     }

@@ -33,6 +33,16 @@ pub enum CorpusError {
         /// A folder (else a file that is not JSON Lines).
         folder: bool,
     },
+    /// What was given as the corpus is a WebAssembly file: a plugin, given in the wrong place.
+    #[error(
+        "{} is WebAssembly (a plugin), not a corpus: give a plugin with --plugin, and a corpus \
+         (JSON Lines: one {{\"id\", \"title\", \"text\"}} object a line) with --corpus",
+        .path.display()
+    )]
+    PluginGivenAsCorpus {
+        /// What was given.
+        path: PathBuf,
+    },
     /// The corpus's JSON Lines (decompressed) are over the bound they were read under.
     #[error(
         "the corpus is larger than {limit_mib} MiB of JSON Lines (decompressed), the bound it is read under"

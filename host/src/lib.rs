@@ -62,6 +62,7 @@ pub use plugin_config::{
     BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
     PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
 };
+pub use precompiled::not_a_component;
 pub use provision::Provision;
 pub use runtime::{
     Allocator, KEEP_RESIDENT_COPY, KEEP_RESIDENT_MEMORY, MemoryInit, PluginRuntime, RuntimeOptions,

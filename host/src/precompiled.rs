@@ -19,7 +19,7 @@ use crate::runtime::PluginRuntime;
 /// What the first 8 bytes say a file is, when it cannot be a component: not WebAssembly, or a
 /// core module (version 1; a component's header is version 0x0d, layer 1). In words a person can
 /// act on, instead of the parser's dump of the bytes it expected.
-fn not_a_component(bytes: &[u8]) -> Option<Incompatibility> {
+pub fn not_a_component(bytes: &[u8]) -> Option<Incompatibility> {
     const MAGIC: &[u8] = b"\0asm";
     const CORE_MODULE: &[u8] = &[1, 0, 0, 0];
     if !bytes.starts_with(MAGIC) {

@@ -97,7 +97,9 @@ impl HotSwap {
             .map_err(|pinned| CorpusSwapError::PinRequired { pinned })?;
         let refused = |e: CorpusError| match e {
             CorpusError::TooLarge { .. } => CorpusSwapError::TooLarge(e),
-            CorpusError::NotACorpus { .. } => CorpusSwapError::Invalid(e),
+            CorpusError::NotACorpus { .. } | CorpusError::PluginGivenAsCorpus { .. } => {
+                CorpusSwapError::Invalid(e)
+            }
             other => CorpusSwapError::Unreadable(other),
         };
         // Read (and then hashed) only through what was opened under the roots.

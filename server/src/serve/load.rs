@@ -52,6 +52,13 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     // unreadable is told at once. These bytes are the ones loaded below.
     let source = args.plugin_source();
     let bytes = source.read().context("loading the plugin")?;
+    if let Some(reason) = turnstile_host::not_a_component(&bytes) {
+        return Err(PluginError::Incompatible {
+            name: source.name(),
+            reason,
+        })
+        .context("loading the plugin");
+    }
     let credentials =
         Credentials::load(&args.outbound.credentials(), &|var| std::env::var(var).ok())
             .context("--outbound-bearer/--outbound-header")?;
