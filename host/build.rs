@@ -25,7 +25,11 @@ fn main() {
         &["retrieval-hybrid", "retrieval"],
         &turnstile_guest_build::guest_target_dir(&out_dir),
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap_or_else(|e| {
+        // One line a person can act on (the missing target says what installs it), not a panic.
+        eprintln!("error: the embedded plugins cannot be built: {e}");
+        std::process::exit(1)
+    });
     for guest in built {
         std::fs::copy(&guest.path, out_dir.join(format!("{}.wasm", guest.name)))
             .unwrap_or_else(|e| panic!("copy {}: {e}", guest.path.display()));
