@@ -19,10 +19,10 @@ use crate::support::{TestServer, cache_dir, eventually, hybrid_plugin};
 /// A serving runtime (no deadline), its artifacts in the tests' shared precompiled cache: each
 /// language component is compiled once per test run, whichever test loads it first.
 fn runtime() -> PluginRuntime {
-    PluginRuntime::new(RuntimeOptions {
-        cache_dir: Some(cache_dir().join("plugins")),
-        ..RuntimeOptions::default()
-    })
+    PluginRuntime::new(
+        RuntimeOptions::serving(4, Default::default())
+            .with_cache(Some(cache_dir().join("plugins"))),
+    )
     .unwrap()
 }
 
@@ -97,11 +97,10 @@ fn javascript_can_read_no_file_no_variable_and_no_socket() {
 /// serves them all (reset in place, not rebuilt).
 #[test]
 fn a_call_never_sees_what_the_previous_call_wrote_in_any_language() {
-    let one_slot = PluginRuntime::new(RuntimeOptions {
-        max_instances: 1,
-        cache_dir: Some(cache_dir().join("plugins")),
-        ..RuntimeOptions::default()
-    })
+    let one_slot = PluginRuntime::new(
+        RuntimeOptions::serving(1, Default::default())
+            .with_cache(Some(cache_dir().join("plugins"))),
+    )
     .unwrap();
     for (component, attempt) in [
         (components::ESCAPE_PY, "remember"),

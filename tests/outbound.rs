@@ -43,15 +43,14 @@ fn bound(options: &OutboundOptions) -> Duration {
 }
 
 fn runtime(outbound: OutboundOptions, instances: u32) -> PluginRuntime {
-    PluginRuntime::new(RuntimeOptions {
-        max_instances: instances,
-        cache_dir: Some(cache_dir().join("plugins")),
-        capabilities: CapabilityOptions {
-            outbound,
-            ..CapabilityOptions::default()
-        },
-        ..RuntimeOptions::default()
-    })
+    let capabilities = CapabilityOptions {
+        outbound,
+        ..CapabilityOptions::default()
+    };
+    PluginRuntime::new(
+        RuntimeOptions::serving(instances, capabilities)
+            .with_cache(Some(cache_dir().join("plugins"))),
+    )
     .unwrap()
 }
 

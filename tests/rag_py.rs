@@ -27,16 +27,14 @@ use crate::support::{STATE_DEADLINE, cache_dir};
 const QUESTION: &str = "how do I parse a json string";
 
 fn runtime() -> PluginRuntime {
-    PluginRuntime::new(RuntimeOptions {
-        max_instances: 4,
-        cache_dir: Some(cache_dir().join("plugins")),
-        capabilities: CapabilityOptions {
-            // tests/outbound.rs's short bounds: a stuck call would show at once.
-            outbound: short_bounds(),
-            ..CapabilityOptions::default()
-        },
-        ..RuntimeOptions::default()
-    })
+    // tests/outbound.rs's short bounds: a stuck call would show at once.
+    let capabilities = CapabilityOptions {
+        outbound: short_bounds(),
+        ..CapabilityOptions::default()
+    };
+    PluginRuntime::new(
+        RuntimeOptions::serving(4, capabilities).with_cache(Some(cache_dir().join("plugins"))),
+    )
     .unwrap()
 }
 

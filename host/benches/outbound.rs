@@ -86,11 +86,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let index = CorpusIndex::open_or_build(&read_corpus(None).unwrap(), dir.path()).unwrap();
     let pool = CorpusPool::new(&index, 4).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        max_instances: 4,
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::serving(4, Default::default())).unwrap();
     let none = plugin(&runtime, &pool, &origin, 0);
     let ten = plugin(&runtime, &pool, &origin, PER_CALL);
 

@@ -43,13 +43,11 @@ fn corpus_pool(cache: &Path) -> CorpusPool {
 }
 
 fn runtime(cache: &Path, pooling: bool) -> PluginRuntime {
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        max_instances: 4,
-        cache_dir: Some(cache.join("plugins")),
-        pooling,
-        ..RuntimeOptions::default()
-    })
-    .expect("plugin runtime");
+    let mut options =
+        RuntimeOptions::serving(4, Default::default()).with_cache(Some(cache.join("plugins")));
+    // The pooling allocator against memory mapped per instance.
+    options.pooling = pooling;
+    let runtime = PluginRuntime::new(options).expect("plugin runtime");
     eprintln!(
         "runtime asked for pooling={pooling}: allocator {:?}",
         runtime.allocator()

@@ -344,13 +344,10 @@ mod tests {
         pooling: bool,
         memory_init: crate::MemoryInit,
     ) -> PluginRuntime {
-        PluginRuntime::new(RuntimeOptions {
-            max_instances,
-            pooling,
-            memory_init,
-            ..RuntimeOptions::default()
-        })
-        .unwrap()
+        let mut options = RuntimeOptions::serving(max_instances, Default::default())
+            .with_memory(memory_init, None);
+        options.pooling = pooling;
+        PluginRuntime::new(options).unwrap()
     }
 
     /// The wall: a component that imports WASI's filesystem and sockets loads (a language
@@ -397,13 +394,9 @@ mod tests {
         keep_resident: Option<usize>,
     ) -> (Plugin, PluginRuntime, tempfile::TempDir) {
         let (pool, dir) = one_document_pool();
-        let runtime = PluginRuntime::new(RuntimeOptions {
-            max_instances: 1,
-            pooling: true,
-            memory_init,
-            keep_resident,
-            ..RuntimeOptions::default()
-        })
+        let runtime = PluginRuntime::new(
+            RuntimeOptions::serving(1, Default::default()).with_memory(memory_init, keep_resident),
+        )
         .unwrap();
         let source = PluginSource::File(turnstile_fixtures::HOSTILE.into());
         let config = PluginConfig::from([("attempt".to_owned(), attempt.to_owned())]);

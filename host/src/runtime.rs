@@ -26,9 +26,11 @@ pub enum Allocator {
     OnDemand,
 }
 
-/// Settings of the runtime. `Default` is a serving runtime of 4 instances, pooled where the
-/// address space allows it, without a precompiled cache, each capability at its defaults; set
-/// what differs (`RuntimeOptions { max_instances: 16, ..Default::default() }`).
+/// Settings of the runtime. Made by what the runtime is for — [`RuntimeOptions::serving`],
+/// [`RuntimeOptions::conformance`], [`RuntimeOptions::evaluation`] — then the caller's own
+/// (`with_cache`, `with_observer`, `with_memory`). `Default` is a serving runtime of 4
+/// instances, pooled where the address space allows it, without a precompiled cache, each
+/// capability at its defaults.
 #[derive(Clone)]
 pub struct RuntimeOptions {
     /// Instances that may exist at once (the pool's size): at least the gate's `max_active`.
@@ -69,7 +71,83 @@ impl Default for RuntimeOptions {
     }
 }
 
+/// The runtimes a process makes, by what they are for: each sets what that use needs, and a
+/// caller adds only what is its own (its cache, its observer, its memory settings).
 impl RuntimeOptions {
+    /// The serving runtime: `max_instances` instances (at least the gate's `max_active`: the gate
+    /// bounds concurrent calls, and so live instances), pooled where the address space allows,
+    /// and calls never interrupted (no epoch interruption, no fuel: a call keeps its slot until
+    /// it returns).
+    pub fn serving(max_instances: u32, capabilities: CapabilityOptions) -> Self {
+        Self {
+            max_instances,
+            pooling: true,
+            call_deadline: None,
+            capabilities,
+            ..Self::default()
+        }
+    }
+
+    /// A conformance runtime (`turnstile check`, a swap candidate's smoke checks, the start's
+    /// settings check): one instance at a time, not pooled, every call stopped or abandoned at
+    /// `deadline`, and every outbound request denied: a check sends nothing to a backend (a
+    /// model call costs money and time); the grants are listed, and the denial of what no grant
+    /// covers is proven.
+    pub fn conformance(deadline: std::time::Duration, capabilities: CapabilityOptions) -> Self {
+        let mut capabilities = capabilities;
+        capabilities.outbound.deny_all = true;
+        Self {
+            max_instances: 1,
+            pooling: false,
+            call_deadline: Some(deadline),
+            capabilities,
+            ..Self::default()
+        }
+    }
+
+    /// The evaluation runtime (`turnstile eval`): one instance at a time, not pooled, calls not
+    /// interrupted, outbound as granted (a plugin that asks a model is measured with it).
+    pub fn evaluation(capabilities: CapabilityOptions) -> Self {
+        Self {
+            max_instances: 1,
+            pooling: false,
+            call_deadline: None,
+            capabilities,
+            ..Self::default()
+        }
+    }
+
+    /// With the precompiled cache in `dir` (`None`: compiled every time).
+    pub fn with_cache(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// With `observer` told of every call's host calls.
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// With instances getting their memory as `init` says, `keep_resident` bytes kept.
+    pub fn with_memory(mut self, init: MemoryInit, keep_resident: Option<usize>) -> Self {
+        self.memory_init = init;
+        self.keep_resident = keep_resident;
+        self
+    }
+
+    /// With at most `n` instances at once.
+    pub fn with_instances(mut self, n: u32) -> Self {
+        self.max_instances = n;
+        self
+    }
+
+    /// With calls stopped at `deadline` instead.
+    pub fn with_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.call_deadline = Some(deadline);
+        self
+    }
+
     /// The cap on one instance's linear memory, in bytes.
     pub fn memory_limit(&self) -> usize {
         self.capabilities.limits.memory_limit

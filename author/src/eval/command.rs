@@ -99,13 +99,7 @@ pub fn runtime_trusting(
 ) -> Result<PluginRuntime, PluginError> {
     let mut capabilities = CapabilityOptions::default();
     capabilities.outbound.trusted_roots = trusted;
-    PluginRuntime::new(RuntimeOptions {
-        max_instances: 1,
-        cache_dir: precompiled,
-        pooling: false,
-        capabilities,
-        ..RuntimeOptions::default()
-    })
+    PluginRuntime::new(RuntimeOptions::evaluation(capabilities).with_cache(precompiled))
 }
 
 /// Evaluates the plugin (and the `--compare` one) over the question file.

@@ -22,14 +22,6 @@ use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 /// candidate is refused quickly.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(2);
 
-/// The capabilities' settings for conformance work, from serving's: outbound HTTP denies every
-/// request (a check or a swap's smoke checks send nothing to a backend — a model call costs
-/// money and time; the grants are listed, and the denial of what no grant covers is proven).
-pub fn capabilities(mut serving: CapabilityOptions) -> CapabilityOptions {
-    serving.outbound.deny_all = true;
-    serving
-}
-
 /// How much of the suite to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subset {
@@ -134,15 +126,14 @@ pub fn run_suite(
     let corpus = read_corpus(None)?;
     let index = CorpusIndex::open_or_build(&corpus, index_dir)?;
     let pool = CorpusPool::new(&index, 4)?;
-    let mut options = RuntimeOptions {
-        max_instances: 4,
-        cache_dir: precompiled,
-        pooling: false,
-        call_deadline: Some(call_deadline),
-        ..RuntimeOptions::default()
+    let capabilities = CapabilityOptions {
+        limits: LimitsOptions { memory_limit },
+        ..CapabilityOptions::default()
     };
-    options.capabilities.limits = LimitsOptions { memory_limit };
-    options.capabilities = capabilities(options.capabilities);
+    // Four instances: the suite's concurrency probes run calls side by side.
+    let options = RuntimeOptions::conformance(call_deadline, capabilities)
+        .with_instances(4)
+        .with_cache(precompiled);
     let runtime = PluginRuntime::new(options)?;
     let mut suite = Suite {
         checks: Vec::new(),

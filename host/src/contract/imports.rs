@@ -282,12 +282,9 @@ mod tests {
         // The serving runtime's own linker: WASI and the contract. Its artifacts go where the
         // integration tests keep theirs (these components take seconds to compile).
         let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/tmp/cache/plugins");
-        let runtime = crate::PluginRuntime::new(crate::RuntimeOptions {
-            max_instances: 1,
-            cache_dir: Some(shared.into()),
-            pooling: false,
-            ..Default::default()
-        })
+        let runtime = crate::PluginRuntime::new(
+            crate::RuntimeOptions::evaluation(Default::default()).with_cache(Some(shared.into())),
+        )
         .unwrap();
         let (engine, linker) = (runtime.engine(), runtime.linker());
         let mut imported = std::collections::BTreeSet::new();

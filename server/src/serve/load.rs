@@ -111,30 +111,18 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     for warning in settings_outside_grants(&plugin_config, &outbound) {
         tracing::warn!("{warning}");
     }
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        // The gate bounds concurrent plugin calls, and so live instances (a swap's smoke checks
-        // run on the conformance runtime below).
-        max_instances: gate_config.max_active as u32,
-        cache_dir: precompiled.clone(),
-        pooling: true,
-        call_deadline: None,
-        observer: Some(Arc::clone(&metrics) as Arc<dyn Observer>),
-        memory_init: args.memory.plugin_memory_init,
-        keep_resident: args.memory.keep_resident(),
-        capabilities: capabilities.clone(),
-    })?;
+    let runtime = PluginRuntime::new(
+        RuntimeOptions::serving(gate_config.max_active as u32, capabilities.clone())
+            .with_cache(precompiled.clone())
+            .with_observer(Arc::clone(&metrics) as Arc<dyn Observer>)
+            .with_memory(args.memory.plugin_memory_init, args.memory.keep_resident()),
+    )?;
     // Where a swap candidate's smoke checks run: not the serving engine (no epoch
     // interruption there), but one whose calls have a deadline, made anew for each candidate.
-    let conformance = RuntimeOptions {
-        max_instances: 1,
-        cache_dir: precompiled,
-        pooling: false,
-        call_deadline: Some(turnstile_host::conformance::CALL_DEADLINE),
-        observer: None,
-        memory_init: args.memory.plugin_memory_init,
-        keep_resident: None,
-        capabilities: turnstile_host::conformance::capabilities(capabilities),
-    };
+    let conformance =
+        RuntimeOptions::conformance(turnstile_host::conformance::CALL_DEADLINE, capabilities)
+            .with_cache(precompiled)
+            .with_memory(args.memory.plugin_memory_init, None);
     let given = Provision::new(pool, plugin_config.clone())
         .with_outbound(outbound.clone())
         .with_secrets(Arc::clone(&secrets))
@@ -370,10 +358,7 @@ fn check_settings(
 ) -> anyhow::Result<()> {
     // A plugin reads its settings before any work: a call that takes longer is not refusing
     // them, and the start waits no longer for it.
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        call_deadline: Some(SETTINGS_CHECK_DEADLINE),
-        ..conformance.clone()
-    })?;
+    let runtime = PluginRuntime::new(conformance.clone().with_deadline(SETTINGS_CHECK_DEADLINE))?;
     // A pool of its own over the same index: the check's session is not the serving pool's.
     let given = given.with_corpus(plugin.corpus().sibling(1)?);
     let trial = Arc::new(
