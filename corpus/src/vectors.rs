@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 
 use rusqlite::{Connection, Transaction, params};
-use turnstile_embed::{Embedder, MAX_REMOTE_TEXT_BYTES, TokenWeights};
+use turnstile_embed::{Embedder, TokenWeights};
 
 use super::flat::FlatVectors;
 use super::inverted_file::{Candidate, InvertedFile};
@@ -90,15 +90,7 @@ pub(super) fn build(
 /// The text of `doc` a remote model is sent (and its vector is keyed by): [`document_text`] cut
 /// to the bytes a model reads.
 pub(super) fn embedded_text(doc: &Document) -> String {
-    let mut text = document_text(doc);
-    if text.len() > MAX_REMOTE_TEXT_BYTES {
-        let mut end = MAX_REMOTE_TEXT_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
+    turnstile_embed::sent_text(&document_text(doc)).to_owned()
 }
 
 /// Weighs the model's tokens by their frequency in these documents ([`TokenWeights::sif`]),

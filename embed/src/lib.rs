@@ -22,7 +22,7 @@ pub use choice::EmbeddingModel;
 pub use model::{EmbedError, Embedder, MAX_TEXT_BYTES, ShippedTokenizer, TokenWeights};
 pub use remote::{
     MAX_BATCH, MAX_DIMENSIONS, MAX_REMOTE_TEXT_BYTES, MAX_RETRY_AFTER, RemoteError, RemoteModel,
-    RemoteOptions, backoff,
+    RemoteOptions, backoff, sent_text,
 };
 #[cfg(feature = "cli")]
 pub use remote_args::EmbeddingsArgs;

@@ -309,10 +309,7 @@ impl RemoteModel {
     /// One request for `texts` (at most [`MAX_BATCH`]), no retry: one unit vector (or all
     /// zeros) per text, in order.
     pub fn embed_once(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, RemoteError> {
-        let cut: Vec<&str> = texts
-            .iter()
-            .map(|t| cut_at_boundary(t, MAX_REMOTE_TEXT_BYTES))
-            .collect();
+        let cut: Vec<&str> = texts.iter().map(|t| sent_text(t)).collect();
         let body = EmbeddingsRequest {
             model: &self.options.model,
             input: &cut,
@@ -552,6 +549,11 @@ fn normalized(mut v: Vec<f32>) -> Vec<f32> {
         }
     }
     v
+}
+
+/// `text` as a remote model is sent it: cut to [`MAX_REMOTE_TEXT_BYTES`] at a character boundary.
+pub fn sent_text(text: &str) -> &str {
+    cut_at_boundary(text, MAX_REMOTE_TEXT_BYTES)
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
