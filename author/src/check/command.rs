@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::{OriginGrant, Origins};
-use turnstile_host::conformance::{CALL_DEADLINE, Subset, run_suite};
+use turnstile_host::conformance::{CALL_DEADLINE, Subset, SuiteOptions, run_suite};
 use turnstile_host::{DEFAULT_MEMORY_LIMIT, parse_config_entry, plugin_config};
 
 use super::report::lines;
@@ -53,17 +53,17 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
     let config = plugin_config(args.plugin_config.iter().cloned())
         .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
     let cache = Cache::open(args.cache_dir.as_deref())?;
-    let report = run_suite(
-        &args.plugin,
+    let options = SuiteOptions {
         config,
-        Origins::parse(&args.outbound_allow)
+        outbound: Origins::parse(&args.outbound_allow)
             .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?,
-        args.memory_limit_mib as usize * 1024 * 1024,
-        &cache.index_dir(),
-        cache.plugins_dir(),
-        std::time::Duration::from_millis(args.call_deadline_ms),
-        Subset::Full,
-    )?;
+        memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
+        index_dir: cache.index_dir(),
+        precompiled: cache.plugins_dir(),
+        call_deadline: std::time::Duration::from_millis(args.call_deadline_ms),
+        subset: Subset::Full,
+    };
+    let report = run_suite(&args.plugin, options)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

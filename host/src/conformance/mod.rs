@@ -7,4 +7,4 @@
 mod probes;
 mod suite;
 
-pub use suite::{CALL_DEADLINE, Check, Report, Subset, run_suite, smoke};
+pub use suite::{CALL_DEADLINE, Check, Report, Subset, SuiteOptions, run_suite, smoke};

@@ -108,23 +108,43 @@ fn summary(sources: &[Source]) -> Result<String, String> {
     Ok(format!("{} sources, top {:?}", sources.len(), ids))
 }
 
+/// What a suite run is given besides the component: the operator's settings for it and where
+/// its corpus index and compiled artifacts go.
+#[derive(Debug, Clone)]
+pub struct SuiteOptions {
+    /// The plugin's settings (`--plugin-config`).
+    pub config: PluginConfig,
+    /// The origins it is granted (listed; every request is still denied: a check costs no
+    /// model call).
+    pub outbound: Origins,
+    /// Per-instance memory cap, in bytes.
+    pub memory_limit: usize,
+    /// Where the shipped corpus's index is kept.
+    pub index_dir: std::path::PathBuf,
+    /// The precompiled cache (`None`: compiled every time).
+    pub precompiled: Option<std::path::PathBuf>,
+    /// Each call's deadline.
+    pub call_deadline: Duration,
+    /// How much of the suite.
+    pub subset: Subset,
+}
+
 /// Runs the suite against the component at `path`, over the shipped corpus.
-#[allow(clippy::too_many_arguments)]
-pub fn run_suite(
-    path: &Path,
-    config: PluginConfig,
-    outbound: Origins,
-    memory_limit: usize,
-    index_dir: &Path,
-    precompiled: Option<std::path::PathBuf>,
-    call_deadline: Duration,
-    subset: Subset,
-) -> anyhow::Result<Report> {
+pub fn run_suite(path: &Path, options: SuiteOptions) -> anyhow::Result<Report> {
+    let SuiteOptions {
+        config,
+        outbound,
+        memory_limit,
+        index_dir,
+        precompiled,
+        call_deadline,
+        subset,
+    } = options;
     let bytes =
         std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let corpus = read_corpus(None)?;
-    let index = CorpusIndex::open_or_build(&corpus, index_dir)?;
+    let index = CorpusIndex::open_or_build(&corpus, &index_dir)?;
     let pool = CorpusPool::new(&index, 4)?;
     let capabilities = CapabilityOptions {
         limits: LimitsOptions { memory_limit },
