@@ -119,10 +119,9 @@ impl CorpusIndex {
         model: &EmbeddingModel,
     ) -> Result<Self, CorpusError> {
         let shipped = vectors::model()?;
-        let fingerprint = match model {
-            EmbeddingModel::Shipped => shipped.fingerprint().to_owned(),
-            EmbeddingModel::Remote(remote) => remote.fingerprint().to_owned(),
-        };
+        let fingerprint = model
+            .fingerprint()
+            .map_err(|e| CorpusError::Embedding(e.to_string()))?;
         std::fs::create_dir_all(cache_dir).map_err(|source| CorpusError::IndexIo {
             path: cache_dir.to_owned(),
             source,
@@ -164,22 +163,21 @@ impl CorpusIndex {
         let documents = docs.len() as u64;
         // A remote model's vectors first: a failure here (the server down past the retries)
         // leaves no index behind, and keeps every batch embedded for the next build.
-        let (store, embedded) = match model {
+        // The keys stay (32 bytes a passage) for the build's look-ups; the texts go.
+        let (stored, embedded) = match model {
             EmbeddingModel::Shipped => (None, None),
             EmbeddingModel::Remote(remote) => {
                 let mut store = PassageStore::open(cache_dir, remote.fingerprint(), remote.dims())?;
                 let texts: Vec<String> = docs.iter().map(vectors::embedded_text).collect();
-                let keyed: Vec<(passage_vectors::PassageKey, &str)> = texts
-                    .iter()
-                    .map(|t| (passage_vectors::key_of(t), t.as_str()))
-                    .collect();
-                let embedded = passage_vectors::embed_missing(remote, &mut store, &keyed)?;
-                (Some(store), Some(embedded))
+                let keys: Vec<passage_vectors::PassageKey> =
+                    texts.iter().map(|t| passage_vectors::key_of(t)).collect();
+                let embedded = passage_vectors::embed_missing(remote, &mut store, &keys, &texts)?;
+                (Some((store, keys)), Some(embedded))
             }
         };
-        let source = match &store {
+        let source = match &stored {
             None => VectorSource::Shipped(shipped),
-            Some(store) => VectorSource::Stored(store),
+            Some((store, keys)) => VectorSource::Stored { store, keys },
         };
         let dims = source.dims();
         // A uniquely named file in the same directory (so the rename is atomic), removed if the

@@ -22,7 +22,7 @@ use super::flat::FlatVectors;
 use super::inverted_file::{Candidate, InvertedFile};
 use super::ivf::{self, dot};
 use super::labels::Labels;
-use super::passage_vectors::{PassageStore, key_of};
+use super::passage_vectors::{PassageKey, PassageStore};
 use super::{CorpusError, Document, parallel};
 
 /// The text a document is embedded from: its id, title and text, so that a question naming the
@@ -44,8 +44,11 @@ pub(super) enum VectorSource<'a> {
     /// The shipped static model, with token weights from these documents.
     Shipped(&'a Embedder),
     /// A remote model's vectors, embedded into the store before the build
-    /// (`passage_vectors`): looked up by each document's text.
-    Stored(&'a PassageStore),
+    /// (`passage_vectors`): looked up by each document's key, `keys[i]` the `i`th document's.
+    Stored {
+        store: &'a PassageStore,
+        keys: &'a [PassageKey],
+    },
 }
 
 impl VectorSource<'_> {
@@ -53,7 +56,7 @@ impl VectorSource<'_> {
     pub(super) fn dims(&self) -> usize {
         match self {
             Self::Shipped(model) => model.dims(),
-            Self::Stored(store) => store.dims(),
+            Self::Stored { store, .. } => store.dims(),
         }
     }
 }
@@ -67,15 +70,14 @@ pub(super) fn build(
     source: &VectorSource<'_>,
     docs: &[(i64, &Document)],
 ) -> rusqlite::Result<()> {
-    let store = match source {
+    let (store, keys) = match source {
         VectorSource::Shipped(model) => return build_shipped(tx, model, docs),
-        VectorSource::Stored(store) => store,
+        VectorSource::Stored { store, keys } => (store, keys),
     };
     tx.execute_batch("CREATE TABLE vectors (doc INTEGER PRIMARY KEY, v BLOB NOT NULL);")?;
     let mut insert = tx.prepare("INSERT INTO vectors (doc, v) VALUES (?1, ?2)")?;
-    for (rowid, doc) in docs {
-        let key = key_of(&embedded_text(doc));
-        let blob = store.get_bytes(&key)?.ok_or_else(|| {
+    for ((rowid, doc), key) in docs.iter().zip(*keys) {
+        let blob = store.get_bytes(key)?.ok_or_else(|| {
             rusqlite::Error::InvalidColumnType(
                 0,
                 format!("no stored vector for document {}", doc.id),

@@ -19,14 +19,6 @@ pub enum EmbeddingModel {
 }
 
 impl EmbeddingModel {
-    /// The model's name, as logs and `/state` show it.
-    pub fn name(&self) -> Result<String, &'static EmbedError> {
-        Ok(match self {
-            Self::Shipped => Embedder::shipped()?.name().to_owned(),
-            Self::Remote(remote) => remote.name().to_owned(),
-        })
-    }
-
     /// The fingerprint an index records (and is matched on).
     pub fn fingerprint(&self) -> Result<String, &'static EmbedError> {
         Ok(match self {

@@ -23,12 +23,13 @@ pub struct Embedded {
     pub reused: u64,
 }
 
-/// Embeds every passage of `texts` (key, text) whose key `store` does not hold, and stores the
-/// vectors. Passages with the same text are embedded once.
+/// Embeds every passage of `texts` (`keys[i]` the key of `texts[i]`) whose key `store` does not
+/// hold, and stores the vectors. Passages with the same text are embedded once.
 pub(crate) fn embed_missing(
     model: &RemoteModel,
     store: &mut PassageStore,
-    texts: &[(PassageKey, &str)],
+    keys: &[PassageKey],
+    texts: &[String],
 ) -> Result<Embedded, CorpusError> {
     let path = store.path().to_owned();
     let store_error = |source| CorpusError::Index {
@@ -38,14 +39,14 @@ pub(crate) fn embed_missing(
     let mut seen = std::collections::HashSet::with_capacity(texts.len());
     let mut missing: Vec<(PassageKey, &str)> = Vec::new();
     let mut reused = 0u64;
-    for (key, text) in texts {
+    for (key, text) in keys.iter().zip(texts) {
         if !seen.insert(*key) {
             continue;
         }
         if store.contains(key).map_err(store_error)? {
             reused += 1;
         } else {
-            missing.push((*key, text));
+            missing.push((*key, text.as_str()));
         }
     }
     let options = model.options();
