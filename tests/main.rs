@@ -41,4 +41,5 @@ mod outbound_tls;
 mod rag_py;
 mod settings;
 mod swap;
+mod traces;
 mod valid_input;

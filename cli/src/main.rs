@@ -51,10 +51,24 @@ fn run() -> anyhow::Result<()> {
     let passed = match matches.subcommand() {
         Some(("serve", given)) => {
             let args = settings::<ServeArgs>(given);
+            // Traces, when a collector is named: started first, as the log carries their layer.
+            let traces = match args.traces.resolve(|name| std::env::var(name).ok())? {
+                Some(export) => Some(turnstile_server::traces::Traces::start(&export)?),
+                None => None,
+            };
             // Serving logs through a bounded, non-blocking writer: a slow sink drops and counts
             // lines instead of stalling requests; what is buffered is written before exiting.
-            turnstile_server::logging::init(args.log_format, args.log_buffer_lines);
-            let served = turnstile_server::serve::serve(args);
+            turnstile_server::logging::init(
+                args.log_format,
+                args.log_buffer_lines,
+                traces.as_ref(),
+            );
+            let served = turnstile_server::serve::serve(args, traces.as_ref());
+            if let Some(traces) = traces {
+                // The spans still waiting go before the process does (a gone collector is
+                // given at most this long).
+                traces.shutdown(std::time::Duration::from_secs(5));
+            }
             turnstile_server::logging::finish();
             return served;
         }

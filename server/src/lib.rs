@@ -5,7 +5,7 @@
 //! [`admission`] (the local gate, then the global one) → a blocking worker → the plugin
 //! (`turnstile-host`) → a corpus session and back. [`metrics`] counts what happens, and
 //! [`serve`] reads the settings and wires everything into a process; [`logging`] keeps
-//! a slow log sink from ever stalling it.
+//! a slow log sink from ever stalling it, and [`traces`] exports each request's spans.
 //!
 //! May depend on: the plugin host (`turnstile-host`), the gates (`turnstile-gate`,
 //! `turnstile-global`), the corpus for what it reports, and the HTTP stack (axum, hyper,
@@ -22,3 +22,4 @@ pub mod logging;
 pub mod metrics;
 pub mod serve;
 pub mod swap_codes;
+pub mod traces;

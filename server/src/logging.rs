@@ -10,7 +10,12 @@ use std::io::{self, Write};
 use std::sync::{Mutex, OnceLock};
 
 use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+
+use crate::traces::{TRACE_TARGET, Traces};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 
@@ -42,9 +47,10 @@ pub fn dropped_lines() -> u64 {
 }
 
 /// Installs the process's log: `RUST_LOG` (default `info`) in `format`, on stderr through the
-/// bounded writer, at most `buffer_lines` lines waiting. Call [`finish`] before the process
-/// exits, so that the lines still buffered are written.
-pub fn init(format: LogFormat, buffer_lines: u64) {
+/// bounded writer, at most `buffer_lines` lines waiting — and, with `traces`, the layer that
+/// makes spans OpenTelemetry spans. Call [`finish`] before the process exits, so that the lines
+/// still buffered are written.
+pub fn init(format: LogFormat, buffer_lines: u64, traces: Option<&Traces>) {
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(true)
         .buffered_lines_limit(usize::try_from(buffer_lines).unwrap_or(usize::MAX))
@@ -57,35 +63,42 @@ pub fn init(format: LogFormat, buffer_lines: u64) {
     // A second init in one process keeps the first counter (the first writer is the one
     // installed as the global subscriber).
     let _ = DROPPED.set(writer.error_counter());
-    install(format, writer);
+    install(format, writer, traces);
     *GUARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard);
 }
 
 /// Installs a log that writes straight to stderr (a command-line tool's: `check`, `eval`,
 /// `load`, `drive`, where waiting for the terminal is what a person expects).
 pub fn init_stderr(format: LogFormat) {
-    install(format, std::io::stderr);
+    install(format, std::io::stderr, None);
 }
 
-/// The subscriber: `RUST_LOG` (default `info`) in `format`, written by `writer`.
-fn install<W>(format: LogFormat, writer: W)
+/// The subscriber: `RUST_LOG` (default `info`) in `format`, written by `writer` — never what
+/// only traces show ([`TRACE_TARGET`]: a line logged inside such a span still names the
+/// request's) — and the trace layer, with traces on.
+fn install<W>(format: LogFormat, writer: W, traces: Option<&Traces>)
 where
     W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
 {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer);
-    match format {
-        LogFormat::Text => builder
+    let logged = filter.and(filter_fn(|meta| meta.target() != TRACE_TARGET));
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer);
+    let lines: Box<dyn Layer<Registry> + Send + Sync> = match format {
+        LogFormat::Text => lines
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => builder
+            .with_filter(logged)
+            .boxed(),
+        LogFormat::Json => lines
             .json()
             .with_current_span(true)
             .with_span_list(false)
-            .init(),
-    }
+            .with_filter(logged)
+            .boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(lines)
+        .with(traces.map(Traces::layer))
+        .init();
 }
 
 /// Writes the lines still buffered (waiting at most about a second for a slow sink) and stops

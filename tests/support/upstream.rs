@@ -25,6 +25,14 @@ pub const EMBEDDINGS_SCRIPT: &str = concat!(
     "/../tests/upstream/embeddings.py"
 );
 
+/// The OTLP receiver's script (`tests/otlp/receiver.py`).
+pub const RECEIVER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/otlp/receiver.py");
+/// The tests' venv Python (`tests/setup.sh`): it has the OpenTelemetry SDK and protocol.
+pub const VENV_PYTHON: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../target/test-venv/bin/python"
+);
+
 /// A running upstream.
 pub struct Upstream {
     child: Child,
@@ -48,19 +56,43 @@ impl Upstream {
         let latency = latency.as_millis().to_string();
         let mut all = vec!["--latency-ms", latency.as_str()];
         all.extend_from_slice(flags);
-        Self::start_script(SCRIPT, &all, env)
+        Self::start_script("python3", SCRIPT, &all, env)
+    }
+
+    /// An upstream whose normal answers take `latency` that traces each completions request to
+    /// the OTLP collector at `collector` (its parent: the request's `traceparent`).
+    pub fn traced(latency: Duration, collector: &str) -> Self {
+        let latency = latency.as_millis().to_string();
+        let flags = [
+            "--latency-ms",
+            latency.as_str(),
+            "--otlp-endpoint",
+            collector,
+        ];
+        Self::start_script(VENV_PYTHON, SCRIPT, &flags, &[])
+    }
+
+    /// The OTLP receiver (`tests/otlp/receiver.py`): [`Upstream::spans`] lists what it took,
+    /// [`Upstream::control`] makes it slow or refusing.
+    pub fn otlp_receiver() -> Self {
+        Self::start_script(VENV_PYTHON, RECEIVER_SCRIPT, &[], &[])
+    }
+
+    /// The spans an OTLP receiver took, oldest first.
+    pub fn spans(&self) -> Value {
+        self.call("GET", "/spans")
     }
 
     /// The local embeddings server (`tests/upstream/embeddings.py`) with `flags` (`--dims N`,
     /// `--delay-ms N`); `POST /control` ([`Upstream::control`]) changes how it behaves.
     pub fn embeddings(flags: &[&str]) -> Self {
-        Self::start_script(EMBEDDINGS_SCRIPT, flags, &[])
+        Self::start_script("python3", EMBEDDINGS_SCRIPT, flags, &[])
     }
 
     /// `script` (a server of the same conventions: `--port 0`, its first line `listening on
-    /// URL`, `/stats`, `--exit-with-stdin`) with `flags` and `env`.
-    fn start_script(script: &str, flags: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new("python3")
+    /// URL`, `/stats`, `--exit-with-stdin`) run by `python` with `flags` and `env`.
+    fn start_script(python: &str, script: &str, flags: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(python)
             .arg(script)
             .args(["--port", "0"])
             .args(flags)
@@ -70,7 +102,7 @@ impl Upstream {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("start python3 {script}: {e}"));
+            .unwrap_or_else(|e| panic!("start {python} {script}: {e}"));
         let lifeline = child.stdin.take();
         let log = Arc::new(Mutex::new(String::new()));
         let stderr = child.stderr.take().unwrap();

@@ -82,6 +82,12 @@ make plain requests (the `fetch` fixture). They are not counted in `/stats`.
 
 With `--tls-cert PEM --tls-key PEM` it serves HTTPS (and says `listening on https://…`).
 
+With `--otlp-endpoint URL` (an OTLP/HTTP collector's base URL), the upstream traces as a model
+server instrumented with OpenTelemetry does: each completions request is a server span, exported
+with the OpenTelemetry Python SDK (service `upstream`), whose parent is the request's W3C
+`traceparent` — so it joins the caller's trace. (That needs the SDK: tests/requirements.txt's
+venv; without the flag, the standard library is enough.)
+
 `POST /stats/reset` zeroes the counts and forgets the timings (`in_flight` and `streams_open` say
 what is going on now: they stay). `GET /v1/models` lists one model, `local-model`. Each request is
 logged to stderr as one line: method, path, model, status (and what became of it). Headers are
@@ -461,6 +467,7 @@ class Handler(BaseHTTPRequestHandler):
         behaviour = model
         if model == "by-question":
             behaviour = first_match(request, MODE) or "normal"
+        span = TRACING.server_span(self.headers, model) if TRACING else None
         self.exchange = Exchange(first_match(request, TAG), arrived)
         STATS.begin(model, self.headers.get_all("Authorization") or [])
         self.counted = True
@@ -482,6 +489,8 @@ class Handler(BaseHTTPRequestHandler):
             self.exchange = None
             notes = [f"as {behaviour}"] if behaviour != model else []
             self.log(model, "; ".join(notes + ([extra] if extra else [])) or None)
+            if span is not None:
+                span.end()
 
     def read_body(self, length):
         if length is None or not length.isdigit():
@@ -662,7 +671,38 @@ def required_headers(parser, args):
     return required
 
 
+class Tracing:
+    """The upstream's own traces (`--otlp-endpoint`): the OpenTelemetry SDK, each span exported as
+    it ends (so a test sees it at once), its parent taken from the request's `traceparent`."""
+
+    def __init__(self, endpoint):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.trace import SpanKind
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        provider = TracerProvider(resource=Resource.create({"service.name": "upstream"}))
+        exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        self.tracer = provider.get_tracer("upstream")
+        self.propagator = TraceContextTextMapPropagator()
+        self.kind = SpanKind.SERVER
+
+    def server_span(self, headers, model):
+        """A started span for a request with `headers` (end it when answered)."""
+        carrier = {name.lower(): value for name, value in headers.items()}
+        parent = self.propagator.extract(carrier)
+        return self.tracer.start_span("chat " + model, context=parent, kind=self.kind,
+                                      attributes={"gen_ai.request.model": model})
+
+
+TRACING = None
+
+
 def main():
+    global TRACING
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (0: any free one)")
@@ -686,7 +726,11 @@ def main():
     parser.add_argument("--tls-cert", metavar="PEM",
                         help="serve HTTPS with this certificate chain (and --tls-key)")
     parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    parser.add_argument("--otlp-endpoint", metavar="URL",
+                        help="trace each completions request to this OTLP/HTTP collector")
     args = parser.parse_args()
+    if args.otlp_endpoint:
+        TRACING = Tracing(args.otlp_endpoint)
     required = required_headers(parser, args)
     server = Server((args.host, args.port), args.latency_ms / 1000, args.stream_ms / 1000,
                     args.answer_words, required)

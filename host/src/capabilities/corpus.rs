@@ -10,7 +10,7 @@ use wasmtime::component::{Linker, Resource};
 use super::capability::{Call, Capability, HasRoom, InRoom, Room};
 use crate::bindings::turnstile::retrieval::corpus;
 use crate::error::PluginError;
-use crate::observe::{HostCallKind, HostCallOutcome};
+use crate::observe::{HostCallKind, HostCallOutcome, trace_host_call};
 use crate::provision::Provision;
 
 /// At most this many corpus sessions may be open at once within one call; it bounds how many
@@ -82,13 +82,15 @@ impl Room<'_, Corpus> {
         started: Instant,
         result: Result<T, CorpusError>,
     ) -> Result<T, corpus::CorpusError> {
+        let outcome = match &result {
+            Ok(_) => HostCallOutcome::Ok,
+            Err(CorpusError::TimedOut { .. }) => HostCallOutcome::Timeout,
+            Err(_) => HostCallOutcome::Error,
+        };
+        let elapsed = started.elapsed();
+        trace_host_call(kind, outcome, elapsed);
         if let Some(observer) = &self.call.observer {
-            let outcome = match &result {
-                Ok(_) => HostCallOutcome::Ok,
-                Err(CorpusError::TimedOut { .. }) => HostCallOutcome::Timeout,
-                Err(_) => HostCallOutcome::Error,
-            };
-            observer.host_call(kind, outcome, started.elapsed());
+            observer.host_call(kind, outcome, elapsed);
         }
         result.map_err(to_wit)
     }
@@ -99,6 +101,11 @@ impl corpus::Host for Room<'_, Corpus> {}
 impl corpus::HostSession for Room<'_, Corpus> {
     fn open(&mut self) -> wasmtime::Result<Result<Resource<CorpusSession>, corpus::CorpusError>> {
         if self.state.open_sessions >= MAX_OPEN_SESSIONS {
+            trace_host_call(
+                HostCallKind::Open,
+                HostCallOutcome::Error,
+                Default::default(),
+            );
             if let Some(observer) = &self.call.observer {
                 observer.host_call(
                     HostCallKind::Open,

@@ -13,7 +13,7 @@ use wasmtime::component::Linker;
 use super::capability::{Call, Capability, HasRoom, InRoom, Room};
 use crate::bindings::turnstile::retrieval::embeddings;
 use crate::error::{EmbeddingsFailed, PluginError};
-use crate::observe::{HostCallKind, HostCallOutcome};
+use crate::observe::{HostCallKind, HostCallOutcome, trace_host_call};
 use crate::provision::Provision;
 
 /// Most texts one `embeddings.embed` call takes.
@@ -91,8 +91,10 @@ impl embeddings::Host for Room<'_, Embeddings> {
                 Err(other) => (Err(wasmtime::Error::new(other)), HostCallOutcome::Error),
             },
         };
+        let elapsed = started.elapsed();
+        trace_host_call(HostCallKind::Embed, outcome, elapsed);
         if let Some(observer) = &self.call.observer {
-            observer.host_call(HostCallKind::Embed, outcome, started.elapsed());
+            observer.host_call(HostCallKind::Embed, outcome, elapsed);
         }
         result
     }

@@ -5,8 +5,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 use turnstile_gate::Gate;
 use turnstile_global::{GlobalGate, GlobalGrant};
+use turnstile_host::TRACE_TARGET;
 
 use super::admitted::Admitted;
 use super::flow_label::flow_label;
@@ -102,9 +104,28 @@ impl Admission {
 
     /// [`Admission::admit`] for a request of `flow` (its lane of the local gate's queue; `None`:
     /// the default flow). The global gate is flow-blind.
+    ///
+    /// With traces on, the wait is the request's `gate.wait` span: its flow (the metric
+    /// label), its outcome and the time waited.
     pub async fn admit_in(&self, flow: Option<&str>) -> Result<Admitted, Refused> {
-        let outcome = self.decide(flow).await;
         let label = self.flow_source.as_ref().map(|_| self.flow_label(flow));
+        let span = tracing::info_span!(
+            target: TRACE_TARGET,
+            "gate.wait",
+            turnstile.flow = label,
+            turnstile.outcome = tracing::field::Empty,
+            turnstile.queue_ms = tracing::field::Empty,
+        );
+        let outcome = self.decide(flow).instrument(span.clone()).await;
+        match &outcome {
+            Ok(admitted) => {
+                span.record("turnstile.outcome", "admitted");
+                span.record("turnstile.queue_ms", admitted.waited().as_secs_f64() * 1e3);
+            }
+            Err(refused) => {
+                span.record("turnstile.outcome", refused.code());
+            }
+        }
         self.observer.decided(label, outcome.as_ref());
         outcome
     }

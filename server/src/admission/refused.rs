@@ -15,3 +15,17 @@ pub enum Refused {
     #[error("{0}")]
     Global(#[from] GlobalRefusal),
 }
+
+impl Refused {
+    /// What refused it, in a word: `queue_full`, `wait_timeout` (the local gate), or
+    /// `global_queue_full`, `global_wait_timeout`, `global_unavailable` (the global one).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Local(Refusal::QueueFull { .. } | Refusal::FlowQueueFull { .. }) => "queue_full",
+            Self::Local(Refusal::WaitTimeout { .. }) => "wait_timeout",
+            Self::Global(GlobalRefusal::QueueFull) => "global_queue_full",
+            Self::Global(GlobalRefusal::WaitTimeout) => "global_wait_timeout",
+            Self::Global(GlobalRefusal::Unavailable) => "global_unavailable",
+        }
+    }
+}

@@ -17,6 +17,7 @@ use super::api::SourceBody;
 use super::error::ApiError;
 use crate::admission::Admitted;
 use crate::metrics::{CallOutcome, Metrics};
+use turnstile_host::TRACE_TARGET;
 
 /// What a route asks of a call.
 pub(crate) struct CallOrder {
@@ -73,6 +74,7 @@ pub(crate) fn start(
     // The worker logs inside this request's span, like the handler; from here on every line of
     // the request names the plugin generation that serves it.
     let span = tracing::Span::current();
+    let generation_number = generation.number;
     span.record("generation", generation.number);
     span.record("corpus_generation", generation.corpus.number);
     tokio::task::spawn_blocking(move || {
@@ -87,16 +89,34 @@ pub(crate) fn start(
             route,
         } = order;
         let started = std::time::Instant::now();
-        let (result, stats) = plugin.call(CallInput {
-            question: &question,
-            request_id,
-            asked: Asked {
-                limit,
-                conversation,
-                stream,
-            },
-            client: client.clone(),
+        // The call's own span (traces only): its host calls are its events, its outbound
+        // requests its children.
+        let call_span = tracing::info_span!(
+            target: TRACE_TARGET,
+            "plugin.call",
+            turnstile.plugin = plugin.name(),
+            turnstile.generation = i64::try_from(generation_number).unwrap_or(i64::MAX),
+            turnstile.outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let (result, stats) = call_span.in_scope(|| {
+            plugin.call(CallInput {
+                question: &question,
+                request_id,
+                asked: Asked {
+                    limit,
+                    conversation,
+                    stream,
+                },
+                client: client.clone(),
+            })
         });
+        let outcome = call_outcome(&result);
+        call_span.record("turnstile.outcome", outcome.as_str());
+        if outcome != CallOutcome::Ok {
+            call_span.record("otel.status_code", "error");
+        }
+        drop(call_span);
         let took = started.elapsed();
         let execution_ms = millis(took);
         admitted.worked(took);
@@ -127,7 +147,7 @@ pub(crate) fn start(
         let (waited, held) = (admitted.lease().waited(), admitted.lease().held());
         drop(admitted);
         metrics.admitted(waited, held);
-        metrics.call(call_outcome(&result), stats.instantiate);
+        metrics.call(outcome, stats.instantiate);
         if client.is_gone() {
             metrics.client_gone(route);
         }

@@ -272,6 +272,7 @@ impl ApiError {
                         retry_after_seconds: retry_after,
                         sources,
                         request_id,
+                        trace_id: crate::traces::current_trace_id(),
                     }),
                 )
                     .into_response();
@@ -527,6 +528,7 @@ fn refused_at(
             detail: detail.to_owned(),
             retry_after_seconds: retry_after,
             limit,
+            trace_id: crate::traces::current_trace_id(),
         }),
     )
         .into_response()

@@ -1,12 +1,15 @@
 //! What wraps every request, in order: its ids ([`super::request_id`]), its span
-//! ([`super::request_span`]), the handler, the `x-request-id` of its response, its count
+//! ([`super::request_span`]; with traces on, its parent from a trusted `traceparent`), the handler, the `x-request-id` of its response, its count
 //! ([`super::response_metrics`]) and its access-log line ([`super::access_log`]). Every response
 //! leaves here with its `x-request-id`.
 
-use axum::extract::{MatchedPath, Request, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::access_log::{LoggedAtEnd, log_access, log_gone};
 use super::request_id::{REQUEST_ID_HEADER, RequestId};
@@ -34,6 +37,22 @@ pub async fn request_scope(
     let id = RequestId::assign(state.next_request_id(), request.headers());
     let route = route_label(routes, request.extensions().get::<MatchedPath>());
     let span = request_span(&id, &request, route);
+    if let Some(intake) = &state.traces {
+        span.record(
+            "otel.name",
+            tracing::field::display(format_args!("{} {route}", request.method())),
+        );
+        span.record("otel.kind", "server");
+        span.set_attribute("http.request.method", request.method().to_string());
+        span.set_attribute("http.route", route);
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip());
+        if let Some(trace_id) = intake.adopt(&span, peer, request.headers()) {
+            span.record("trace_id", trace_id.as_str());
+        }
+    }
     let header = id.header.clone();
     request.extensions_mut().insert(id);
     let started = std::time::Instant::now();
@@ -46,6 +65,13 @@ pub async fn request_scope(
     let mut response = next.run(request).instrument(span.clone()).await;
     unanswered.span = None;
     response.headers_mut().insert(REQUEST_ID_HEADER, header);
+    if state.traces.is_some() {
+        let status = response.status();
+        span.set_attribute("http.response.status_code", i64::from(status.as_u16()));
+        if status.is_server_error() {
+            span.set_status(opentelemetry::trace::Status::error(""));
+        }
+    }
     count_response(&state.metrics, route, &response);
     if state.access_log && response.extensions().get::<LoggedAtEnd>().is_none() {
         log_access(&span, route, &response, started);

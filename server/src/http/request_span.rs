@@ -1,5 +1,6 @@
 //! The `request` span: everything logged while a request is handled, on the async side and on
-//! its worker thread, is inside it, and so carries the request's ids and route.
+//! its worker thread, is inside it, and so carries the request's ids and route. With traces on,
+//! it is the request's server span too (`otel.*`, `trace_id`: recorded by the request's scope).
 
 use axum::extract::Request;
 
@@ -20,5 +21,8 @@ pub fn request_span(id: &RequestId, request: &Request, route: &'static str) -> t
         corpus_generation = tracing::field::Empty,
         outbound_requests = tracing::field::Empty,
         outbound_ms = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
     )
 }

@@ -71,6 +71,8 @@ pub struct SharedState {
     /// The CA files outbound HTTPS trusts beside the compiled-in roots (`--outbound-ca-file`),
     /// as the operator named them: `/state` shows the paths, never what they hold.
     pub outbound_ca_files: Arc<[String]>,
+    /// With traces on: whose `traceparent` a request's span takes as its parent.
+    pub traces: Option<crate::traces::TraceIntake>,
     /// Keeps a temporary cache directory (the index) alive as long as the server.
     _cache: Arc<Cache>,
 }
@@ -132,6 +134,7 @@ impl AppState {
             metrics,
             live: Arc::new(Hub::new(policies.live)),
             outbound_ca_files: Arc::new([]),
+            traces: None,
             _cache: cache,
         }))
     }
@@ -140,6 +143,13 @@ impl AppState {
     /// plugin or swap changes them).
     pub fn with_outbound_ca_files(mut self, files: Vec<String>) -> Self {
         self.outbound_ca_files = files.into();
+        self
+    }
+
+    /// The same, with traces on: a request's span takes the `traceparent` of peers `intake`
+    /// trusts as its parent.
+    pub fn with_traces(mut self, intake: crate::traces::TraceIntake) -> Self {
+        self.traces = Some(intake);
         self
     }
 

@@ -217,6 +217,11 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
         "Log lines dropped because the log sink was slower than the server (the log never blocks serving)",
     ),
     (
+        "turnstile_trace_spans_total",
+        Kind::Counter,
+        "Spans ended with traces on (--otlp-endpoint), by outcome: exported (the collector took them), dropped (the export queue was full: the collector slower than the server, or gone; never waited for), failed (their export failed or timed out)",
+    ),
+    (
         "turnstile_global_requests_total",
         Kind::Counter,
         "Requests that asked the global limit (Redis), by outcome: granted, queue_full, wait_timeout, unavailable (refused, fail closed), failed_open (admitted on the local gate alone)",

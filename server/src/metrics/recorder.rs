@@ -181,6 +181,18 @@ impl Metrics {
             .absolute(live.dropped);
         self.counter("turnstile_log_lines_dropped_total", vec![])
             .absolute(crate::logging::dropped_lines());
+        let spans = crate::traces::export_counts();
+        for (outcome, value) in [
+            ("exported", spans.exported),
+            ("dropped", spans.dropped),
+            ("failed", spans.failed),
+        ] {
+            self.counter(
+                "turnstile_trace_spans_total",
+                vec![Label::new("outcome", outcome)],
+            )
+            .absolute(value);
+        }
         let snapshot = gate.snapshot();
         if let Some(named) = flows {
             self.render_flows(named, &snapshot.flows);

@@ -109,6 +109,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub embeddings: turnstile_embed::EmbeddingsArgs,
 
+    /// Where traces go (`--otlp-endpoint`), and how many spans may wait.
+    #[command(flatten)]
+    pub traces: crate::traces::TraceArgs,
+
     /// Requests whose plugin call may run at once (1..=1024), or `auto`: a limit that follows
     /// the calls' latency, between --max-active-min and --max-active-max.
     #[arg(long = "max-active", default_value_t = MaxActive::Fixed(4), value_parser = parse_max_active)]

@@ -11,6 +11,7 @@ use turnstile_host::swap::{HotSwap, SwapOutcome};
 use super::args::ServeArgs;
 use super::load::load;
 use super::run::{DrainTimeout, run};
+use crate::traces::{TraceIntake, Traces};
 
 /// The listener: the inherited socket `--fd`, or a fresh bind of `--listen`.
 pub fn listener(args: &ServeArgs) -> anyhow::Result<TcpListener> {
@@ -59,10 +60,19 @@ fn adopt_listener(fd: i32) -> anyhow::Result<std::net::TcpListener> {
 
 /// Runs `turnstile serve` until SIGTERM or SIGINT: binds, then loads (index build, plugin
 /// compile) before the async runtime starts serving, reloads the plugin on SIGHUP, drains on the way out.
-pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// With `traces` (started before the log, whose layer it adds), a request's span takes a trusted
+/// proxy's `traceparent` as its parent.
+pub fn serve(args: ServeArgs, traces: Option<&Traces>) -> anyhow::Result<()> {
     raise_open_files_limit();
     let bound = bind(&args)?;
-    let state = load(&args)?;
+    let mut state = load(&args)?;
+    if let Some(traces) = traces {
+        tracing::info!(
+            endpoint = traces.endpoint(),
+            "traces exported over OTLP/HTTP"
+        );
+        state = state.with_traces(TraceIntake::new(args.access.trusted_proxies()));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Every admitted call runs on a blocking thread: the pool always has room for

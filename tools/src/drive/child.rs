@@ -72,7 +72,19 @@ impl ServerChild {
         args: &[String],
         startup_timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let mut server = Self::spawn(name, binary, args, true)?;
+        Self::start_with_env(name, binary, args, &[], startup_timeout)
+    }
+
+    /// [`ServerChild::start`] with `env` added to the child's environment (the standard
+    /// `OTEL_*` variables, say).
+    pub fn start_with_env(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        startup_timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut server = Self::spawn(name, binary, args, env, true)?;
         let deadline = Instant::now() + startup_timeout;
         while Instant::now() < deadline {
             if server.logged("turnstile ready") {
@@ -95,7 +107,7 @@ impl ServerChild {
         binary: &Path,
         args: &[String],
     ) -> anyhow::Result<(Self, ChildStdout, ChildStderr)> {
-        let mut server = Self::spawn(name, binary, args, false)?;
+        let mut server = Self::spawn(name, binary, args, &[], false)?;
         let stdout = server.child.stdout.take();
         let stderr = server.child.stderr.take();
         let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
@@ -104,7 +116,13 @@ impl ServerChild {
         Ok((server, stdout, stderr))
     }
 
-    fn spawn(name: &str, binary: &Path, args: &[String], read: bool) -> anyhow::Result<Self> {
+    fn spawn(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        read: bool,
+    ) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let mut full_args = vec!["serve".to_owned(), "--fd".to_owned(), CHILD_FD.to_string()];
@@ -112,6 +130,7 @@ impl ServerChild {
         let mut cmd = Command::new(binary);
         cmd.args(&full_args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

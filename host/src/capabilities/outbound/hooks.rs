@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::uri::Scheme as UriScheme;
+use tracing::Instrument;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::body::{CANCELLED, CappedRequest, MeteredResponse, drain};
@@ -18,6 +19,7 @@ use super::grant::OutboundGrant;
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
 use super::report::{FailureKind, Reporter, SignalKind, UpstreamSignal, retry_after};
+use super::trace;
 use crate::client_link::ClientLink;
 use crate::observe::OutboundOutcome;
 
@@ -216,10 +218,23 @@ impl WasiHttpHooks for OutboundHooks {
         for (name, value) in self.grant.credentials.for_uri(&uri) {
             request.headers_mut().insert(name.clone(), value.clone());
         }
+        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        });
+        let span = trace::request_span(
+            request.method(),
+            uri.host().unwrap_or_default(),
+            port,
+            &admitted.label,
+        );
+        trace::carry(&span, request.headers_mut());
+        let in_span = span.clone();
         let reporter = self.reporter.clone();
         let client_link = self.client.clone();
         let call_deadline = self.call_deadline;
-        Box::new(async move {
+        Box::new(
+            async move {
             if client_link.is_gone() {
                 reporter.refused(
                     &admitted.origin,
@@ -259,6 +274,7 @@ impl WasiHttpHooks for OutboundHooks {
                 }
             };
             let finish = reporter.start(&admitted.label);
+            finish.traced(span);
             if guest_bounded {
                 finish.guest_bounded();
             }
@@ -323,6 +339,7 @@ impl WasiHttpHooks for OutboundHooks {
             };
             let status = response.status().as_u16();
             finish.set_outcome(OutboundOutcome::of_status(status));
+            finish.record_status(status);
             let kind = match status {
                 429 => Some(SignalKind::RateLimited),
                 503 => Some(SignalKind::Unavailable),
@@ -349,7 +366,9 @@ impl WasiHttpHooks for OutboundHooks {
             });
             let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async { Ok(()) });
             Ok((response, io))
-        })
+        }
+            .instrument(in_span),
+        )
     }
 }
 

@@ -4,7 +4,8 @@
 //! plugin's pooled client ([`client`]), the credentials the host adds ([`credentials`]), the CAs trusted beyond the compiled-in roots
 //! ([`trust`]), the policy every request passes ([`hooks`]) with its
 //! bounded bodies ([`body`]), what a call's requests did ([`report`]), the capability's wiring
-//! ([`http`]) and `check`'s proof of a denial ([`probe`]).
+//! ([`http`]), each request's span and the trace context it carries ([`trace`]) and `check`'s
+//! proof of a denial ([`probe`]).
 
 mod address;
 mod body;
@@ -19,6 +20,7 @@ mod origins;
 mod probe;
 mod report;
 mod slots;
+mod trace;
 mod trust;
 
 pub use address::{AddressRefused, is_public};

@@ -209,6 +209,7 @@ impl Reporter {
             bytes_in: AtomicU64::new(0),
             done: AtomicBool::new(false),
             guest_bounded: AtomicBool::new(false),
+            span: Mutex::new(None),
         }))
     }
 }
@@ -229,6 +230,8 @@ struct Finishing {
     /// The guest asked for a shorter timeout than the host's: a timeout is its own choice, no
     /// word from the backend.
     guest_bounded: AtomicBool,
+    /// The request's span (traces): it ends when the request is reported.
+    span: Mutex<Option<tracing::Span>>,
 }
 
 impl Finish {
@@ -261,6 +264,18 @@ impl Finish {
     /// Response body bytes received.
     pub fn add_bytes_in(&self, n: u64) {
         self.0.bytes_in.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The request's span, ended with it.
+    pub fn traced(&self, span: tracing::Span) {
+        *self.0.span.lock().unwrap_or_else(|p| p.into_inner()) = Some(span);
+    }
+
+    /// The response's status, on the request's span.
+    pub fn record_status(&self, status: u16) {
+        if let Some(span) = &*self.0.span.lock().unwrap_or_else(|p| p.into_inner()) {
+            span.record("http.response.status_code", i64::from(status));
+        }
     }
 
     /// Reports the request now (once).
@@ -306,6 +321,9 @@ impl Finishing {
             bytes_in,
             "outbound request done"
         );
+        if let Some(span) = self.span.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            super::trace::record_outcome(&span, outcome);
+        }
         if let Some(observer) = &self.reporter.observer {
             observer.outbound(&OutboundEvent {
                 origin: self.label.clone(),

@@ -239,6 +239,10 @@ pub struct UpstreamBody {
     pub sources: Option<Vec<super::retrieval::SourceBody>>,
     /// Matches the server log's lines about this request.
     pub request_id: u64,
+    /// The request's trace (32 hex digits), with traces on (`--otlp-endpoint`): what to look
+    /// for in the tracing backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// 503: `--max-subscribers` `/events` streams are open already.
@@ -271,6 +275,10 @@ pub struct InvalidRequestBody {
     error: InvalidCode,
     /// For a person.
     detail: String,
+    /// The request's trace (32 hex digits), with traces on (`--otlp-endpoint`): what to look
+    /// for in the tracing backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl InvalidRequestBody {
@@ -279,6 +287,7 @@ impl InvalidRequestBody {
             status: InvalidStatus::InvalidRequest,
             error,
             detail,
+            trace_id: crate::traces::current_trace_id(),
         }
     }
 }
@@ -351,6 +360,10 @@ pub struct RefusalBody {
     /// flows may still queue). Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<&'static str>,
+    /// The request's trace (32 hex digits), with traces on (`--otlp-endpoint`): what to look
+    /// for in the tracing backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// 401: admin access refused.
@@ -409,6 +422,10 @@ pub struct InternalBody {
     status: InternalStatus,
     /// Matches the server log's lines about this request.
     request_id: u64,
+    /// The request's trace (32 hex digits), with traces on (`--otlp-endpoint`): what to look
+    /// for in the tracing backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl InternalBody {
@@ -416,6 +433,7 @@ impl InternalBody {
         Self {
             status: InternalStatus::InternalError,
             request_id,
+            trace_id: crate::traces::current_trace_id(),
         }
     }
 }
