@@ -34,10 +34,10 @@ pub struct TraceArgs {
     #[arg(long = "otlp-endpoint", value_name = "URL")]
     pub otlp_endpoint: Option<String>,
 
-    /// Spans waiting for export at most (1..=1048576; default 2048, or
-    /// `OTEL_BSP_MAX_QUEUE_SIZE`): when the collector is slower than the server, or gone, a
-    /// new span is dropped and counted (`turnstile_trace_spans_dropped_total`), never waited
-    /// for.
+    /// Spans waiting for export at most (1..=1048576); default 2048, or
+    /// `OTEL_BSP_MAX_QUEUE_SIZE`. When the collector is slower than the server, or gone, a new
+    /// span is dropped and counted (`turnstile_trace_spans_total{outcome="dropped"}`), never
+    /// waited for.
     #[arg(long = "otlp-queue-spans", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     pub otlp_queue_spans: Option<u32>,
