@@ -48,7 +48,7 @@ fn flags_override_the_environment_which_overrides_the_file() {
         (Fixed(2), 7, 1234)
     );
     assert!(from_file.no_precompiled_cache);
-    assert_eq!(from_file.plugin_config.len(), 2);
+    assert_eq!(from_file.given.plugin_config.len(), 2);
 
     let flags = resolve(
         argv(&[
@@ -64,7 +64,7 @@ fn flags_override_the_environment_which_overrides_the_file() {
     .unwrap();
     assert_eq!((flags.max_active, flags.max_waiting), (Fixed(5), 7));
     // A layer that sets a setting replaces it whole.
-    assert_eq!(flags.plugin_config, vec![("x".to_owned(), "1".to_owned())]);
+    assert_eq!(flags.given.plugin_config, vec![("x".to_owned(), "1".to_owned())]);
 
     let env = env_of(&[
         ("TURNSTILE_MAX_ACTIVE", "9"),

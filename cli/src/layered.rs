@@ -25,7 +25,7 @@ impl Layered for Check {
     const NAME: &'static str = "check";
 
     fn validate(args: &CheckArgs) -> Vec<Invalid> {
-        plugin_config(&args.plugin_config)
+        plugin_config(&args.given.plugin_config)
     }
 }
 
@@ -37,7 +37,7 @@ impl Layered for Eval {
     const NAME: &'static str = "eval";
 
     fn validate(args: &EvalArgs) -> Vec<Invalid> {
-        plugin_config(&args.plugin_config)
+        plugin_config(&args.given.plugin_config)
     }
 }
 

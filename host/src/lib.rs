@@ -34,6 +34,8 @@ mod heap;
 mod observe;
 mod output;
 mod plugin;
+#[cfg(feature = "cli")]
+mod plugin_args;
 mod plugin_config;
 mod precompiled;
 mod provision;
@@ -60,12 +62,14 @@ pub use output::{
     MAX_CAPTURED_OUTPUT, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOG_MESSAGE, MAX_LOGGED_TEXT, sanitize,
 };
 pub use plugin::{CallStats, Plugin};
+#[cfg(feature = "cli")]
+pub use plugin_args::{PluginArgs, PluginArgsError, PluginSettings};
 pub use plugin_config::{
     BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
     PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
 };
 pub use precompiled::not_a_component;
-pub use provision::Provision;
+pub use provision::{PluginGiven, Provision};
 pub use runtime::{
     Allocator, KEEP_RESIDENT_COPY, KEEP_RESIDENT_MEMORY, MemoryInit, PluginRuntime, RuntimeOptions,
     UnknownMemoryInit,

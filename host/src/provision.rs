@@ -26,7 +26,33 @@ pub struct Provision {
     pub credentials: Arc<Credentials>,
 }
 
+/// What the operator gives a plugin whatever corpus it reads (a swap's candidate is given the
+/// same, unless the swap names its own settings or fewer origins): its settings, its secrets,
+/// the origins it may reach and the credentials the host adds to its requests.
+#[derive(Debug, Clone, Default)]
+pub struct PluginGiven {
+    /// Settings.
+    pub config: PluginConfig,
+    /// Origins outbound HTTP may reach.
+    pub outbound: Origins,
+    /// Secrets.
+    pub secrets: Arc<Secrets>,
+    /// The credentials the host adds to requests, by origin (every generation's).
+    pub credentials: Arc<Credentials>,
+}
+
 impl Provision {
+    /// A plugin reading `corpus`, given `given`.
+    pub fn of(corpus: CorpusPool, given: &PluginGiven) -> Self {
+        Self {
+            corpus,
+            config: Arc::new(given.config.clone()),
+            outbound: given.outbound.clone(),
+            secrets: Arc::clone(&given.secrets),
+            credentials: Arc::clone(&given.credentials),
+        }
+    }
+
     /// A plugin reading `corpus`, with `config`.
     pub fn new(corpus: CorpusPool, config: PluginConfig) -> Self {
         Self {

@@ -4,10 +4,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use turnstile_host::DEFAULT_MEMORY_LIMIT;
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::{OriginGrant, Origins};
 use turnstile_host::conformance::{CALL_DEADLINE, Subset, SuiteOptions, run_suite};
-use turnstile_host::{DEFAULT_MEMORY_LIMIT, parse_config_entry, plugin_config};
 
 use super::report::lines;
 
@@ -21,9 +20,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// A `KEY=VALUE` setting for the plugin's `config` import (repeatable).
-    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
-    pub plugin_config: Vec<(String, String)>,
+    /// What the plugin is given, as `serve` gives it (`--plugin-config`, `--plugin-secret`,
+    /// `--outbound-allow`, …): the report lists the grants and proves a request to any other
+    /// origin is refused. Nothing is sent during a check: every request is denied.
+    #[command(flatten)]
+    pub given: turnstile_host::PluginArgs,
 
     /// Longest a single call of the plugin may take, in milliseconds (1..=60000); a call still
     /// running then is stopped and fails its check with `timeout`.
@@ -36,12 +37,6 @@ pub struct CheckArgs {
     #[arg(long = "cache-dir", env = "TURNSTILE_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 
-    /// An origin the plugin is granted for outbound HTTP, `scheme://host[:port]` (repeatable), as
-    /// `serve --outbound-allow`: the report lists the grants and proves a request to any other
-    /// origin is refused. Nothing is sent during a check: every request is denied.
-    #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = parse_origin)]
-    pub outbound_allow: Vec<String>,
-
     /// Per-instance memory cap in MiB.
     #[arg(long = "memory-limit-mib", default_value_t = (DEFAULT_MEMORY_LIMIT >> 20) as u32,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -50,13 +45,10 @@ pub struct CheckArgs {
 
 /// Runs the full suite; prints lines or JSON; returns whether every check passed.
 pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
-    let config = plugin_config(args.plugin_config.iter().cloned())
-        .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
+    let settings = args.given.read(&|var| std::env::var(var).ok(), &[])?;
     let cache = Cache::open(args.cache_dir.as_deref())?;
     let options = SuiteOptions {
-        config,
-        outbound: Origins::parse(&args.outbound_allow)
-            .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?,
+        given: settings.given,
         memory_limit: args.memory_limit_mib as usize * 1024 * 1024,
         index_dir: cache.index_dir(),
         precompiled: cache.plugins_dir(),
@@ -70,12 +62,4 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<bool> {
         print!("{}", lines(&report));
     }
     Ok(report.failed == 0)
-}
-
-/// One `--outbound-allow` origin, checked and normalised.
-pub(crate) fn parse_origin(given: &str) -> Result<String, String> {
-    given
-        .parse::<OriginGrant>()
-        .map(|origin| origin.as_str().to_owned())
-        .map_err(|e| e.to_string())
 }

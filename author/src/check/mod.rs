@@ -4,6 +4,5 @@
 mod command;
 mod report;
 
-pub(crate) use command::parse_origin;
 pub use command::{CheckArgs, run};
 pub use report::lines;

@@ -9,10 +9,9 @@ use super::questions::{Question, read_questions};
 use super::report::{Answer, Latency, PluginReport, Report, text};
 use super::score::{Means, Scores};
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::TrustedRoots;
+use turnstile_host::capabilities::outbound::OutboundOptions;
 use turnstile_host::{
     CapabilityOptions, Plugin, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
-    parse_config_entry, plugin_config,
 };
 
 /// Flags of `turnstile eval`.
@@ -38,29 +37,15 @@ pub struct EvalArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// A `KEY=VALUE` setting for the plugins' `config` import (repeatable).
-    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
-    pub plugin_config: Vec<(String, String)>,
-
     /// Corpus JSON Lines file (default: the embedded corpus).
     #[arg(long)]
     pub corpus: Option<PathBuf>,
 
-    /// An origin the plugins may reach over HTTP, `scheme://host[:port]` (repeatable), as `serve
-    /// --outbound-allow`: a plugin that asks a model is evaluated with it.
-    #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = crate::check::parse_origin)]
-    pub outbound_allow: Vec<String>,
-
-    /// A PEM file of CA certificates outbound HTTPS trusts beside the compiled-in roots
-    /// (repeatable), as `serve --outbound-ca-file`: a model server an internal CA certified.
-    #[arg(long = "outbound-ca-file", value_name = "PATH")]
-    pub outbound_ca_file: Vec<PathBuf>,
-
-    /// A secret for the plugins, `NAME=env:VAR` or `NAME=file:PATH` (repeatable), as `serve
-    /// --plugin-secret`.
-    #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH",
-          value_parser = |s: &str| turnstile_host::parse_secret_arg(s).map_err(|e| e.to_string()))]
-    pub plugin_secret: Vec<(String, turnstile_host::SecretSource)>,
+    /// What the plugins are given, as `serve` gives it (`--plugin-config`, `--plugin-secret`,
+    /// `--outbound-allow`, `--outbound-bearer`, `--outbound-ca-file`, the bounds): a plugin that
+    /// asks a model is evaluated with it.
+    #[command(flatten)]
+    pub given: turnstile_host::PluginArgs,
 
     /// Directory for the corpus index (default: `$XDG_CACHE_HOME/turnstile` or
     /// `~/.cache/turnstile`).
@@ -89,33 +74,26 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
 /// The runtime plugins are evaluated on: one instance at a time, the serving defaults (the
 /// default memory cap, no call deadline), with the precompiled cache in `precompiled` (`None`: compiled every time).
 pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, PluginError> {
-    runtime_trusting(precompiled, TrustedRoots::default())
+    runtime_bounded(precompiled, OutboundOptions::default())
 }
 
-/// The same, its outbound HTTPS trusting `trusted` beside the compiled-in roots.
-pub fn runtime_trusting(
+/// The same, its outbound requests under `outbound` (the flags' bounds and trusted CAs).
+pub fn runtime_bounded(
     precompiled: Option<PathBuf>,
-    trusted: TrustedRoots,
+    outbound: OutboundOptions,
 ) -> Result<PluginRuntime, PluginError> {
-    let mut capabilities = CapabilityOptions::default();
-    capabilities.outbound.trusted_roots = trusted;
+    let capabilities = CapabilityOptions {
+        outbound,
+        ..CapabilityOptions::default()
+    };
     PluginRuntime::new(RuntimeOptions::evaluation(capabilities).with_cache(precompiled))
 }
 
 /// Evaluates the plugin (and the `--compare` one) over the question file.
 pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let questions = read_questions(&args.questions)?;
-    let config = plugin_config(args.plugin_config.iter().cloned())
-        .map_err(|e| anyhow::anyhow!("--plugin-config: {e}"))?;
+    let settings = args.given.read(&|var| std::env::var(var).ok(), &[])?;
     let cache = Cache::open(args.cache_dir.as_deref())?;
-    let outbound = turnstile_host::capabilities::outbound::Origins::parse(&args.outbound_allow)
-        .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
-    let secrets = std::sync::Arc::new(
-        turnstile_host::Secrets::load(&args.plugin_secret, &|var| std::env::var(var).ok())
-            .map_err(|e| anyhow::anyhow!("--plugin-secret: {e}"))?,
-    );
-    let trusted = TrustedRoots::load(&args.outbound_ca_file)
-        .map_err(|e| anyhow::anyhow!("--outbound-ca-file: {e}"))?;
     let model = match args.embeddings.options(Vec::new()) {
         None => EmbeddingModel::Shipped,
         Some(options) => EmbeddingModel::Remote(std::sync::Arc::new(
@@ -125,7 +103,7 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let corpus = read_corpus(args.corpus.as_deref())?;
     let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
     let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache.index_dir(), &model)?;
-    let runtime = runtime_trusting(cache.plugins_dir(), trusted)?;
+    let runtime = runtime_bounded(cache.plugins_dir(), settings.outbound.clone())?;
     let mut plugins = vec![match &args.plugin {
         Some(path) => PluginSource::File(path.clone()),
         None => PluginSource::Embedded,
@@ -136,9 +114,7 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let mut reports = Vec::new();
     for source in plugins {
         let pool = CorpusPool::new(&index, 4)?;
-        let given = Provision::new(pool, config.clone())
-            .with_outbound(outbound.clone())
-            .with_secrets(std::sync::Arc::clone(&secrets));
+        let given = Provision::of(pool, &settings.given);
         let plugin = Plugin::load(&runtime, &source, given)
             .map_err(|e| anyhow::anyhow!("loading the plugin: {e}"))?;
         reports.push(evaluate_plugin(&plugin, &source, &questions, args.limit));

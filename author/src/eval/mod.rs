@@ -10,6 +10,6 @@ mod questions;
 mod report;
 pub mod score;
 
-pub use command::{EvalArgs, evaluate, run, runtime, runtime_trusting};
+pub use command::{EvalArgs, evaluate, run, runtime, runtime_bounded};
 pub use questions::{MAX_QUESTIONS, Question, read_questions};
 pub use report::{Answer, Latency, PluginReport, Report, text};

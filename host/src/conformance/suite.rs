@@ -8,10 +8,9 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::probes;
-use crate::capabilities::outbound::Origins;
 use crate::capabilities::{CapabilityOptions, LimitsOptions, Reports};
 use crate::{
-    Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
+    Plugin, PluginError, PluginGiven, PluginRuntime, PluginSource, Provision, RuntimeOptions,
     Source, contract,
 };
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
@@ -112,11 +111,9 @@ fn summary(sources: &[Source]) -> Result<String, String> {
 /// its corpus index and compiled artifacts go.
 #[derive(Debug, Clone)]
 pub struct SuiteOptions {
-    /// The plugin's settings (`--plugin-config`).
-    pub config: PluginConfig,
-    /// The origins it is granted (listed; every request is still denied: a check costs no
-    /// model call).
-    pub outbound: Origins,
+    /// What the plugin is given: settings, secrets, the origins it is granted (listed; every
+    /// request is still denied: a check costs no model call).
+    pub given: PluginGiven,
     /// Per-instance memory cap, in bytes.
     pub memory_limit: usize,
     /// Where the shipped corpus's index is kept.
@@ -132,8 +129,7 @@ pub struct SuiteOptions {
 /// Runs the suite against the component at `path`, over the shipped corpus.
 pub fn run_suite(path: &Path, options: SuiteOptions) -> anyhow::Result<Report> {
     let SuiteOptions {
-        config,
-        outbound,
+        given,
         memory_limit,
         index_dir,
         precompiled,
@@ -161,7 +157,7 @@ pub fn run_suite(path: &Path, options: SuiteOptions) -> anyhow::Result<Report> {
         fail_fast: false,
     };
     // Behaviour is only checked on a component that fits the contract.
-    let given = Provision::new(pool, config).with_outbound(outbound);
+    let given = Provision::of(pool, &given);
     if let Some(plugin) = check_contract(path, &bytes, given, &runtime, &mut suite) {
         check_behaviour(&Arc::new(plugin), subset, &mut suite);
     }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use super::bounds::MAX_CANDIDATES_CHECKED;
 use super::observer::SwapObserver;
 use super::roots::SwapRoots;
-use crate::capabilities::outbound::{Credentials, Origins};
+use crate::capabilities::outbound::Origins;
 use crate::{
-    PluginConfig, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions, Secrets, Sha256Hex,
+    PluginConfig, PluginGiven, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions, Sha256Hex,
 };
 
 /// What asked for a swap, which decides the sha256 rule and where its file may be.
@@ -73,23 +73,7 @@ pub struct CorpusOptions {
     pub max_bytes: u64,
 }
 
-/// What the operator gives every plugin that serves, unless a swap names its own: settings and
-/// outbound grants (`--plugin-config`, `--outbound-allow`) — a swap that names its own gets
-/// exactly those, never more — and the secrets (`--plugin-secret`), which only the operator's
-/// start-up settings give.
-#[derive(Debug, Clone, Default)]
-pub struct PluginDefaults {
-    /// Settings.
-    pub config: PluginConfig,
-    /// Origins outbound HTTP may reach.
-    pub outbound: Origins,
-    /// Secrets.
-    pub secrets: std::sync::Arc<Secrets>,
-    /// The credentials the host adds to requests, by origin (every generation's).
-    pub credentials: std::sync::Arc<Credentials>,
-}
-
-/// What one plugin swap names of its own; the rest comes from [`PluginDefaults`].
+/// What one plugin swap names of its own; the rest comes from [`PluginGiven`].
 #[derive(Debug, Clone, Default)]
 pub struct SwapSettings {
     /// The candidate's settings.
@@ -105,7 +89,7 @@ pub struct HotSwap {
     pub(super) conformance: RuntimeOptions,
     /// Candidates being checked now.
     pub(super) checking: std::sync::atomic::AtomicUsize,
-    pub(super) defaults: PluginDefaults,
+    pub(super) defaults: PluginGiven,
     pub(super) idle_connections: usize,
     pub(super) pin: std::sync::Mutex<Option<Sha256Hex>>,
     pub(super) observer: Arc<dyn SwapObserver>,
@@ -144,7 +128,7 @@ impl HotSwap {
     pub fn new(
         slot: Arc<PluginSlot>,
         runtimes: Runtimes,
-        defaults: PluginDefaults,
+        defaults: PluginGiven,
         idle_connections: usize,
         pin: Option<Sha256Hex>,
         corpus: CorpusOptions,

@@ -25,7 +25,7 @@ mod roots;
 pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
 pub use corpus::CorpusSwapped;
 pub use error::{CorpusSwapError, SwapError, SwapOutcome};
-pub use hot_swap::{CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapSettings, Trigger};
+pub use hot_swap::{CorpusOptions, HotSwap, Runtimes, SwapSettings, Trigger};
 pub use observer::SwapObserver;
 pub use plugin::Swapped;
 pub use reading::SWAP_READ_DEADLINE;

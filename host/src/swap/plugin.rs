@@ -10,7 +10,7 @@ use super::hot_swap::{Checking, HotSwap, SwapSettings, Trigger};
 use super::reading::{open_and_read, too_slow};
 use crate::conformance::{Check, smoke};
 use crate::source::read_opened;
-use crate::{Generation, Plugin, PluginError, PluginRuntime, PluginSource, Provision};
+use crate::{Generation, Plugin, PluginError, PluginGiven, PluginRuntime, PluginSource, Provision};
 
 /// A completed swap.
 pub struct Swapped {
@@ -152,10 +152,14 @@ impl HotSwap {
         // The smoke checks run on the conformance runtime, then the same bytes are loaded for
         // serving (the two engines compile differently: only one has epoch interruption).
         let conformance = PluginRuntime::new(self.conformance.clone()).map_err(refused)?;
-        let given = Provision::new(pool, config)
-            .with_outbound(outbound)
-            .with_secrets(Arc::clone(&defaults.secrets))
-            .with_credentials(Arc::clone(&defaults.credentials));
+        let given = Provision::of(
+            pool,
+            &PluginGiven {
+                config,
+                outbound,
+                ..defaults.clone()
+            },
+        );
         let trial =
             Plugin::from_bytes(&conformance, &source, &bytes, given.clone()).map_err(refused)?;
         let smoke = smoke(&Arc::new(trial));

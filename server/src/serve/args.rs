@@ -17,9 +17,7 @@ use turnstile_gate::{
     AdaptiveConfig, AdaptiveConfigError, FlowConfig, GateConfig, GateConfigError,
 };
 use turnstile_global::{FailureMode, GlobalConfig};
-use turnstile_host::{
-    PluginConfig, PluginConfigError, PluginSource, Sha256Hex, parse_config_entry, plugin_config,
-};
+use turnstile_host::{PluginConfig, PluginConfigError, PluginSource, Sha256Hex};
 
 /// Flags of `turnstile serve`. Each is also a key of the `--config` file (the flag's name
 /// without `--`) and an environment variable (`TURNSTILE_` and the name in capitals, `-` as
@@ -67,9 +65,10 @@ pub struct ServeArgs {
     #[arg(long = "admin-token")]
     pub admin_token: Option<String>,
 
-    /// A `KEY=VALUE` setting the plugin can read through its `config` import (repeatable).
-    #[arg(long = "plugin-config", value_name = "KEY=VALUE", value_parser = parse_config_entry)]
-    pub plugin_config: Vec<(String, String)>,
+    /// What the plugin is given: its settings, its secrets, the origins it may reach, the
+    /// credentials the host adds, the outbound bounds (the flags `check` and `eval` take too).
+    #[command(flatten)]
+    pub given: turnstile_host::PluginArgs,
 
     /// Corpus JSON Lines file, plain or gzip (default: the embedded Python-summary corpus).
     /// `POST /admin/corpus` and SIGHUP swap it at run time.
@@ -262,10 +261,6 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub drain_ms: u64,
 
-    /// Outbound HTTP: the origins granted, the secrets, the bounds.
-    #[command(flatten)]
-    pub outbound: super::outbound_args::OutboundArgs,
-
     /// Who reaches what: the allowed `Host` names, the swap roots, the trusted proxies.
     #[command(flatten)]
     pub access: super::access_args::AccessArgs,
@@ -390,7 +385,7 @@ impl ServeArgs {
 
     /// The plugin's settings, validated as every plugin setting is (see [`plugin_config`]).
     pub fn plugin_config(&self) -> Result<PluginConfig, ServeConfigError> {
-        Ok(plugin_config(self.plugin_config.iter().cloned())?)
+        Ok(self.given.config()?)
     }
 
     /// The gate's limits, validated; the error names the flag, the value and the range.

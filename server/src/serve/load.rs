@@ -9,13 +9,11 @@ use turnstile_corpus::{
 };
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::{Credentials, Origins, TrustedRoots};
-use turnstile_host::swap::{
-    CorpusOptions, HotSwap, PluginDefaults, Runtimes, SwapObserver, SwapRoots,
-};
+use turnstile_host::capabilities::outbound::{Credentials, Origins};
+use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes, SwapObserver, SwapRoots};
 use turnstile_host::{
     CapabilityOptions, Observer, Plugin, PluginError, PluginRuntime, PluginSlot, PluginSource,
-    Provision, RetrieveError, RuntimeOptions, Secrets,
+    Provision, RetrieveError, RuntimeOptions,
 };
 
 use super::args::ServeArgs;
@@ -29,11 +27,16 @@ pub const MAX_IDLE_CONNECTIONS: usize = 16;
 
 /// Loads everything `serve` needs: this is startup work, never done on a request path.
 pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
-    let plugin_config = args.plugin_config()?;
     let gate_config = args.gate_config()?;
-    // Before the corpus is read: a bad CA file is the operator's mistake, told at once.
-    let trusted_roots =
-        TrustedRoots::load(&args.outbound.outbound_ca_file).context("--outbound-ca-file")?;
+    // Before the corpus is read: a bad setting, secret, CA file or credential is the operator's
+    // mistake, told at once. A credential may go to a granted origin or to the embeddings
+    // server (which the host reaches, no plugin).
+    let embeddings_origin = embeddings_origin(args)?;
+    let settings = args
+        .given
+        .read(&|var| std::env::var(var).ok(), &embeddings_origin)?;
+    let given = &settings.given;
+    let trusted_roots = &settings.outbound.trusted_roots;
     if !trusted_roots.is_empty() {
         tracing::info!(
             files = ?trusted_roots.files(),
@@ -59,10 +62,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         })
         .context("loading the plugin");
     }
-    let credentials =
-        Credentials::load(&args.outbound.credentials(), &|var| std::env::var(var).ok())
-            .context("--outbound-bearer/--outbound-header")?;
-    let model = embedding_model(args, &credentials)?;
+    let model = embedding_model(args, &given.credentials)?;
     let index = open_corpus_index(args, &cache, &model)?;
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
@@ -84,31 +84,14 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     );
     let mut capabilities = CapabilityOptions::default();
     capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
-    capabilities.outbound = args.outbound.options();
-    capabilities.outbound.trusted_roots = trusted_roots.clone();
-    let outbound = Origins::parse(&args.outbound.outbound_allow).context("--outbound-allow")?;
-    let secrets = Arc::new(
-        Secrets::load(&args.outbound.plugin_secret, &|var| std::env::var(var).ok())
-            .context("--plugin-secret")?,
-    );
-    if let Some(name) = secrets.names().find(|n| plugin_config.contains_key(*n)) {
-        anyhow::bail!("--plugin-secret {name}: a --plugin-config setting has that name too");
-    }
-    // A credential goes to an origin a plugin is granted, or to the embeddings server (which
-    // the host reaches, no plugin).
-    let mut reached: Vec<String> = args.outbound.outbound_allow.clone();
-    reached.extend(model.remote().map(|remote| remote.origin().to_owned()));
-    credentials
-        .check_granted(&Origins::parse(&reached).context("--embeddings")?)
-        .context("--outbound-bearer/--outbound-header")?;
-    let credentials = Arc::new(credentials);
-    if !outbound.is_empty() {
-        let granted: Vec<&str> = outbound.iter().map(|o| o.as_str()).collect();
-        let named: Vec<&str> = secrets.names().collect();
-        let bound: Vec<String> = credentials.described().collect();
+    capabilities.outbound = settings.outbound.clone();
+    if !given.outbound.is_empty() {
+        let granted: Vec<&str> = given.outbound.iter().map(|o| o.as_str()).collect();
+        let named: Vec<&str> = given.secrets.names().collect();
+        let bound: Vec<String> = given.credentials.described().collect();
         tracing::info!(origins = ?granted, secrets = ?named, credentials = ?bound, "outbound HTTP granted");
     }
-    for warning in settings_outside_grants(&plugin_config, &outbound) {
+    for warning in settings_outside_grants(&given.config, &given.outbound) {
         tracing::warn!("{warning}");
     }
     let runtime = PluginRuntime::new(
@@ -123,15 +106,12 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         RuntimeOptions::conformance(turnstile_host::conformance::CALL_DEADLINE, capabilities)
             .with_cache(precompiled)
             .with_memory(args.memory.plugin_memory_init, None);
-    let given = Provision::new(pool, plugin_config.clone())
-        .with_outbound(outbound.clone())
-        .with_secrets(Arc::clone(&secrets))
-        .with_credentials(Arc::clone(&credentials));
-    let plugin = Plugin::from_bytes(&runtime, &source, &bytes, given.clone())
+    let provision = Provision::of(pool, given);
+    let plugin = Plugin::from_bytes(&runtime, &source, &bytes, provision.clone())
         .context("loading the plugin")?;
     drop(bytes);
     if matches!(source, PluginSource::File(_)) {
-        check_settings(&conformance, &source, &plugin, given)?;
+        check_settings(&conformance, &source, &plugin, provision)?;
     }
     if let Some(expected) = &args.plugin_sha256
         && plugin.sha256() != expected.as_str()
@@ -160,12 +140,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
             serving: Arc::new(runtime),
             conformance,
         },
-        PluginDefaults {
-            config: plugin_config,
-            outbound,
-            secrets,
-            credentials,
-        },
+        settings.given,
         MAX_IDLE_CONNECTIONS,
         args.plugin_sha256.clone(),
         CorpusOptions {
@@ -285,6 +260,20 @@ fn open_corpus_index(
 /// The embedding model `--embeddings` names, connected (its dimensions learnt from the server,
 /// which a start waits for as a build's batches do), or the built-in one. The credential bound
 /// to the server's origin, if any, goes with its every request.
+/// The embeddings server's origin (`--embeddings`), if one is named.
+fn embeddings_origin(args: &ServeArgs) -> anyhow::Result<Vec<String>> {
+    let Some(url) = args.embeddings.embeddings.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let uri: axum::http::Uri = url
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--embeddings: {url:?} is not a URL"))?;
+    match (uri.scheme_str(), uri.authority()) {
+        (Some(scheme), Some(authority)) => Ok(vec![format!("{scheme}://{authority}")]),
+        _ => anyhow::bail!("--embeddings: {url:?} is not an http(s) URL"),
+    }
+}
+
 fn embedding_model(args: &ServeArgs, credentials: &Credentials) -> anyhow::Result<EmbeddingModel> {
     let Some(url) = args.embeddings.embeddings.as_deref() else {
         return Ok(EmbeddingModel::Shipped);

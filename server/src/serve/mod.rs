@@ -7,7 +7,6 @@ mod cache_args;
 mod layered;
 mod load;
 mod memory_args;
-mod outbound_args;
 mod process;
 mod run;
 
@@ -16,6 +15,5 @@ pub use access_args::AccessArgs;
 pub use args::{GlobalFailure, MaxActive, ServeArgs, ServeConfigError};
 pub use cache_args::CacheArgs;
 pub use load::{MAX_IDLE_CONNECTIONS, load};
-pub use outbound_args::OutboundArgs;
 pub use process::{listener, serve};
 pub use run::{DrainTimeout, run};

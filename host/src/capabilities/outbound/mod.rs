@@ -8,6 +8,8 @@
 //! proof of a denial ([`probe`]).
 
 mod address;
+#[cfg(feature = "cli")]
+mod args;
 mod body;
 mod client;
 mod credentials;
@@ -24,6 +26,8 @@ mod trace;
 mod trust;
 
 pub use address::{AddressRefused, is_public};
+#[cfg(feature = "cli")]
+pub use args::{OutboundArgs, parse_origin};
 pub use credentials::{
     CredentialError, CredentialSpec, Credentials, MAX_CREDENTIALS, parse_bearer_arg,
     parse_header_arg,

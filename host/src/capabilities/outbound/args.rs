@@ -1,17 +1,25 @@
-//! `turnstile serve`'s settings for what plugins may reach: the origins granted to the plugin
-//! it starts with (`--outbound-allow`), its secrets (`--plugin-secret`), the credentials the host
-//! adds to requests to an origin (`--outbound-bearer`, `--outbound-header`), and the host's
-//! bounds on every outbound request (a guest may ask for shorter timeouts, never longer ones).
+//! The outbound capability's flags (the `cli` feature), one group for every command that loads a
+//! plugin (`serve`, `check`, `eval`, flattened into [`crate::PluginArgs`]): the origins granted
+//! (`--outbound-allow`), the credentials the host adds to requests to an origin
+//! (`--outbound-bearer`, `--outbound-header`), the CAs trusted beside the compiled-in roots, and
+//! the host's bounds on every request — their defaults the capability's own constants (a guest
+//! may ask for shorter timeouts, never longer ones).
 
 use std::time::Duration;
 
 use clap::Args;
-use turnstile_host::capabilities::outbound::{
-    CredentialSpec, OriginGrant, OutboundOptions, parse_bearer_arg, parse_header_arg,
-};
-use turnstile_host::{SecretSource, parse_secret_arg};
 
-/// Flags of outbound HTTP and secrets (flattened into `ServeArgs`).
+use super::credentials::{CredentialSpec, parse_bearer_arg, parse_header_arg};
+use super::options::{
+    DEFAULT_BETWEEN_BYTES_TIMEOUT, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_ORIGIN, DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_REQUESTS_PER_CALL, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT,
+    OutboundOptions,
+};
+use super::origins::OriginGrant;
+use super::trust::TrustedRoots;
+
+/// The outbound flags.
 #[derive(Debug, Clone, Args)]
 pub struct OutboundArgs {
     /// An origin the plugin may reach over HTTP, `scheme://host[:port]` with scheme http or
@@ -21,12 +29,6 @@ pub struct OutboundArgs {
     /// private or link-local one is reached only when granted by its own name or address.
     #[arg(long = "outbound-allow", value_name = "ORIGIN", value_parser = parse_origin)]
     pub outbound_allow: Vec<String>,
-
-    /// A plugin secret, read once at start from an environment variable or a file
-    /// (`NAME=env:VAR` or `NAME=file:PATH`; repeatable); the plugin reads it through its `config`
-    /// import as it reads its settings. Its value is shown nowhere.
-    #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH", value_parser = parse_secret)]
-    pub plugin_secret: Vec<(String, SecretSource)>,
 
     /// A credential the host adds to every request to ORIGIN as `Authorization: Bearer
     /// <value>`, read once at start (`ORIGIN=env:VAR` or `ORIGIN=file:PATH`, e.g. systemd's
@@ -50,51 +52,51 @@ pub struct OutboundArgs {
 
     /// Longest wait for an outbound response's headers, in milliseconds (1..=600000); a guest
     /// may ask for less.
-    #[arg(long = "outbound-timeout-ms", default_value_t = 30_000,
+    #[arg(long = "outbound-timeout-ms", default_value_t = millis(DEFAULT_FIRST_BYTE_TIMEOUT),
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub outbound_timeout_ms: u64,
 
     /// Longest wait to connect (TCP and TLS), in milliseconds (1..=60000).
-    #[arg(long = "outbound-connect-timeout-ms", default_value_t = 5_000,
+    #[arg(long = "outbound-connect-timeout-ms", default_value_t = millis(DEFAULT_CONNECT_TIMEOUT),
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub outbound_connect_timeout_ms: u64,
 
     /// Longest wait between two pieces of a response body, in milliseconds (1..=600000).
-    #[arg(long = "outbound-between-bytes-ms", default_value_t = 10_000,
+    #[arg(long = "outbound-between-bytes-ms", default_value_t = millis(DEFAULT_BETWEEN_BYTES_TIMEOUT),
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub outbound_between_bytes_ms: u64,
 
     /// Longest an outbound request may take from its sending to the end of its response body,
     /// in milliseconds (1..=3600000), however steadily the body arrives.
-    #[arg(long = "outbound-total-timeout-ms", default_value_t = 120_000,
+    #[arg(long = "outbound-total-timeout-ms", default_value_t = millis(DEFAULT_TOTAL_TIMEOUT),
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub outbound_total_timeout_ms: u64,
 
     /// Longest one plugin call's outbound requests may take together, from the call's start,
     /// in milliseconds (1..=3600000): each request's deadline is the earlier of its own and the
     /// call's, and a request asked for past it is refused.
-    #[arg(long = "outbound-call-timeout-ms", default_value_t = 300_000,
+    #[arg(long = "outbound-call-timeout-ms", default_value_t = millis(DEFAULT_CALL_TIMEOUT),
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub outbound_call_timeout_ms: u64,
 
     /// Largest outbound request body, in bytes (1..=67108864).
-    #[arg(long = "outbound-max-request-bytes", default_value_t = 1 << 20,
+    #[arg(long = "outbound-max-request-bytes", default_value_t = DEFAULT_MAX_REQUEST_BYTES,
           value_parser = clap::value_parser!(u64).range(1..=64 << 20))]
     pub outbound_max_request_bytes: u64,
 
     /// Largest outbound response body, in bytes (1..=268435456).
-    #[arg(long = "outbound-max-response-bytes", default_value_t = 4 << 20,
+    #[arg(long = "outbound-max-response-bytes", default_value_t = DEFAULT_MAX_RESPONSE_BYTES,
           value_parser = clap::value_parser!(u64).range(1..=256 << 20))]
     pub outbound_max_response_bytes: u64,
 
     /// Outbound requests one plugin call may make (1..=1024).
-    #[arg(long = "outbound-max-requests-per-call", default_value_t = 16,
+    #[arg(long = "outbound-max-requests-per-call", default_value_t = DEFAULT_MAX_REQUESTS_PER_CALL,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub outbound_max_requests_per_call: u32,
 
     /// Outbound requests in flight to one origin at once, across calls (1..=4096); one more
     /// waits up to its connect timeout.
-    #[arg(long = "outbound-max-connections-per-origin", default_value_t = 64,
+    #[arg(long = "outbound-max-connections-per-origin", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_ORIGIN as u32,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub outbound_max_connections_per_origin: u32,
 }
@@ -109,8 +111,9 @@ impl OutboundArgs {
             .collect()
     }
 
-    /// The host's bounds on outbound requests.
-    pub fn options(&self) -> OutboundOptions {
+    /// The host's bounds on outbound requests, trusting `trusted` beside the compiled-in roots
+    /// (read from `--outbound-ca-file` by [`crate::PluginArgs::read`]).
+    pub fn options(&self, trusted_roots: TrustedRoots) -> OutboundOptions {
         OutboundOptions {
             connect_timeout: Duration::from_millis(self.outbound_connect_timeout_ms),
             first_byte_timeout: Duration::from_millis(self.outbound_timeout_ms),
@@ -122,15 +125,19 @@ impl OutboundArgs {
             max_requests_per_call: self.outbound_max_requests_per_call,
             max_connections_per_origin: self.outbound_max_connections_per_origin as usize,
             slots: Default::default(),
-            // Read from --outbound-ca-file at start (it may fail): see `serve::load`.
-            trusted_roots: Default::default(),
+            trusted_roots,
             deny_all: false,
         }
     }
 }
 
+/// A duration as the flags give it, in milliseconds.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// One `--outbound-allow` origin, checked and normalised.
-fn parse_origin(given: &str) -> Result<String, String> {
+pub fn parse_origin(given: &str) -> Result<String, String> {
     given
         .parse::<OriginGrant>()
         .map(|origin| origin.as_str().to_owned())
@@ -145,9 +152,4 @@ fn parse_bearer(given: &str) -> Result<CredentialSpec, String> {
 /// One `--outbound-header`.
 fn parse_header(given: &str) -> Result<CredentialSpec, String> {
     parse_header_arg(given).map_err(|e| e.to_string())
-}
-
-/// One `--plugin-secret`: where a secret comes from (never its value).
-fn parse_secret(given: &str) -> Result<(String, SecretSource), String> {
-    parse_secret_arg(given).map_err(|e| e.to_string())
 }
