@@ -64,7 +64,10 @@ fn flags_override_the_environment_which_overrides_the_file() {
     .unwrap();
     assert_eq!((flags.max_active, flags.max_waiting), (Fixed(5), 7));
     // A layer that sets a setting replaces it whole.
-    assert_eq!(flags.given.plugin_config, vec![("x".to_owned(), "1".to_owned())]);
+    assert_eq!(
+        flags.given.plugin_config,
+        vec![("x".to_owned(), "1".to_owned())]
+    );
 
     let env = env_of(&[
         ("TURNSTILE_MAX_ACTIVE", "9"),

@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 use turnstile_corpus::{CorpusIndex, CorpusPool, read_corpus};
 use turnstile_fixtures as components;
 use turnstile_host::capabilities::answer::FinishReason;
-use turnstile_host::capabilities::outbound::{
-    FailureKind, Origins, OutboundOptions, OutboundReport, SignalKind, UpstreamSignal,
-};
+use turnstile_host::capabilities::outbound::{Origins, OutboundOptions, OutboundReport};
+use turnstile_host::capabilities::{FailureKind, SignalKind, UpstreamSignal};
 use turnstile_host::{
     CallStats, CapabilityOptions, Plugin, PluginConfig, PluginError, PluginRuntime, PluginSource,
     Provision, RetrieveError, RuntimeOptions, Source,

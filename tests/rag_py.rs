@@ -13,7 +13,8 @@ use turnstile_fixtures as components;
 use turnstile_host::capabilities::answer::{
     AnswerEvent, AnswerEvents, FinishReason, answer_stream,
 };
-use turnstile_host::capabilities::outbound::{FailureKind, Origins, SignalKind, UpstreamSignal};
+use turnstile_host::capabilities::outbound::Origins;
+use turnstile_host::capabilities::{FailureKind, SignalKind, UpstreamSignal};
 use turnstile_host::{
     Asked, CallInput, CallStats, CapabilityOptions, ClientLink, Plugin, PluginConfig, PluginError,
     PluginRuntime, PluginSource, Provision, RuntimeOptions, Source,

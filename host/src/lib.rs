@@ -55,9 +55,7 @@ pub use capabilities::{
 };
 pub use client_link::{ClientGuard, ClientLink};
 pub use error::{ContractViolation, EmbeddingsFailed, Incompatibility, PluginError};
-pub use observe::{
-    HostCallKind, HostCallOutcome, Observer, OutboundEvent, OutboundOutcome, TRACE_TARGET,
-};
+pub use observe::{HostCallKind, HostCallOutcome, Observer, TRACE_TARGET};
 pub use output::{
     MAX_CAPTURED_OUTPUT, MAX_LOG_BYTES, MAX_LOG_CALLS, MAX_LOG_MESSAGE, MAX_LOGGED_TEXT, sanitize,
 };

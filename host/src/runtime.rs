@@ -95,7 +95,7 @@ impl RuntimeOptions {
     /// covers is proven.
     pub fn conformance(deadline: std::time::Duration, capabilities: CapabilityOptions) -> Self {
         let mut capabilities = capabilities;
-        capabilities.outbound.deny_all = true;
+        capabilities.outbound = capabilities.outbound.for_conformance();
         Self {
             max_instances: 1,
             pooling: false,

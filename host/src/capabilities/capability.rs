@@ -12,6 +12,7 @@ use std::sync::Arc;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
+use super::backend::Backend;
 use crate::call_input::Asked;
 use crate::client_link::ClientLink;
 use crate::error::PluginError;
@@ -66,6 +67,11 @@ pub trait Report: Clone + Default + std::fmt::Debug + Send {
     /// Takes in a later call's report (the conformance suite reports over all its calls: the
     /// largest memory, the sum of what was dropped).
     fn absorb(&mut self, later: &Self);
+
+    /// What the capability's backend said of the call, if it reaches one (by default, nothing).
+    fn backend(&self) -> Backend {
+        Backend::default()
+    }
 }
 
 impl Report for () {

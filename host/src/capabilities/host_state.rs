@@ -11,6 +11,7 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
 use super::answer::Answer;
+use super::backend::Backend;
 use super::capability::{Call, Capability, HasRoom, Probe, Report, Room};
 use super::config::Config;
 use super::conversation::ConversationCapability;
@@ -90,6 +91,13 @@ macro_rules! capabilities {
             /// Takes in a later call's reports.
             pub fn absorb(&mut self, later: &Self) {
                 $(self.$field.absorb(&later.$field);)+
+            }
+
+            /// What the call's backends said, whichever capability met them.
+            pub fn backend(&self) -> Backend {
+                let mut said = Backend::default();
+                $(said = said.then(self.$field.backend());)+
+                said
             }
         }
 

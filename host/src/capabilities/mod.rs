@@ -5,6 +5,7 @@
 //! config, log, answer and conversation; [`outbound`] is HTTP to the origins the operator granted.
 
 pub mod answer;
+mod backend;
 mod capability;
 mod config;
 pub mod conversation;
@@ -17,6 +18,7 @@ pub mod outbound;
 mod wasi;
 
 pub use answer::{AnswerReport, MAX_ANSWER_BYTES};
+pub use backend::{Backend, FailureKind, SignalKind, UpstreamSignal};
 pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
 pub use conversation::Conversation;
 pub use corpus::MAX_OPEN_SESSIONS;

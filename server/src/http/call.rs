@@ -133,7 +133,8 @@ pub(crate) fn start(
             .err()
             .and_then(PluginError::embeddings_failure);
         if failed
-            && (outbound.signal.is_some() || embeddings_busy.is_some_and(|e| e.is_transient()))
+            && (stats.used.backend().signal.is_some()
+                || embeddings_busy.is_some_and(|e| e.is_transient()))
         {
             // The call failed because its backend (or the embedding server) turned work away: the
             // adaptive limit backs off
@@ -187,6 +188,7 @@ pub(crate) fn settle(
         stats,
         execution_ms,
     } = finished;
+    let backend = stats.used.backend();
     let outbound = stats.used.outbound;
     match result {
         Ok(sources) => {
@@ -196,7 +198,7 @@ pub(crate) fn settle(
                 .map(|(source, link)| SourceBody::of(source, link))
                 .collect();
             if stats.used.answer.finish == Some(FinishReason::Failed) {
-                let error = ApiError::upstream(&outbound, request_id, Some(sources));
+                let error = ApiError::upstream(backend, request_id, Some(sources));
                 tracing::warn!(
                     plugin = plugin.name(),
                     upstream = error_code(&error),
@@ -213,13 +215,12 @@ pub(crate) fn settle(
             })
         }
         Err(error) => {
-            let backend = outbound.signal.is_some() || outbound.failure.is_some();
             let answer = if let Some(failure) = error.embeddings_failure() {
                 ApiError::embeddings(failure, request_id)
-            } else if backend && matches!(error, PluginError::Guest(_)) {
+            } else if backend.spoke() && matches!(error, PluginError::Guest(_)) {
                 // A plugin that failed after its backend refused or failed: the backend's word
                 // is what the client can act on.
-                ApiError::upstream(&outbound, request_id, None)
+                ApiError::upstream(backend, request_id, None)
             } else {
                 ApiError::Internal { request_id }
             };

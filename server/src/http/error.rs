@@ -15,9 +15,7 @@ use super::api::{
 use crate::admission::Refused;
 use turnstile_gate::Refusal;
 use turnstile_global::GlobalRefusal;
-use turnstile_host::capabilities::outbound::{
-    FailureKind, OutboundReport, SignalKind, UpstreamSignal,
-};
+use turnstile_host::capabilities::{Backend, FailureKind, SignalKind, UpstreamSignal};
 
 /// How much of a refused value an error message quotes, in bytes (cut and escaped: it comes
 /// from the request).
@@ -93,15 +91,15 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    /// The error of a call whose answer failed because of its backend, as `outbound` (the
-    /// call's report) tells: its load signal (503), else its failure (502), else
-    /// `answer_failed` (502).
+    /// The error of a call whose answer failed because of its backend, as what its backends
+    /// said tells (whichever capability met them): a load signal (503), else a failure (502),
+    /// else `answer_failed` (502).
     pub(crate) fn upstream(
-        outbound: &OutboundReport,
+        backend: Backend,
         request_id: u64,
         sources: Option<Vec<SourceBody>>,
     ) -> Self {
-        let (code, retry_after) = match (outbound.signal, outbound.failure) {
+        let (code, retry_after) = match (backend.signal, backend.failure) {
             (Some(signal), _) => (
                 signal_code(signal),
                 Some(signal.retry_after.map_or(1, |d| d.as_secs().max(1))),

@@ -6,18 +6,19 @@
 use std::collections::BTreeMap;
 
 use metrics::Label;
-use turnstile_host::OutboundEvent;
+use turnstile_host::capabilities::outbound::{OutboundEvent, OutboundObserver};
 
 use super::recorder::Metrics;
 
-impl Metrics {
+/// The outbound capability reports its requests here.
+impl OutboundObserver for Metrics {
     /// An outbound request was sent through `origin`.
-    pub(super) fn outbound_sent(&self, origin: &str) {
+    fn started(&self, origin: &str) {
         self.in_flight().add(origin);
     }
 
     /// An outbound request ended (or was refused before it was sent).
-    pub(super) fn outbound_ended(&self, event: &OutboundEvent) {
+    fn ended(&self, event: &OutboundEvent) {
         if event.started {
             self.in_flight().remove(&event.origin);
         }
@@ -39,7 +40,9 @@ impl Metrics {
             }
         }
     }
+}
 
+impl Metrics {
     /// Outbound requests in flight now, by origin.
     pub fn outbound_in_flight(&self) -> BTreeMap<String, u64> {
         self.in_flight().now()

@@ -11,7 +11,7 @@ use metrics_util::MetricKindMask;
 
 use turnstile_gate::Gate;
 use turnstile_host::swap::{CorpusSwapError, SwapError, SwapObserver, SwapOutcome};
-use turnstile_host::{HostCallKind, HostCallOutcome, Observer, OutboundEvent, PluginSlot};
+use turnstile_host::{HostCallKind, HostCallOutcome, Observer, PluginSlot};
 
 use super::names::{CALL_OUTCOMES, CallOutcome, DESCRIPTIONS, Kind};
 
@@ -431,14 +431,6 @@ impl Metrics {
 impl Observer for Metrics {
     fn host_call(&self, kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
         self.host.observe(kind, outcome, elapsed);
-    }
-
-    fn outbound_started(&self, origin: &str) {
-        self.outbound_sent(origin);
-    }
-
-    fn outbound(&self, event: &OutboundEvent) {
-        self.outbound_ended(event);
     }
 }
 

@@ -9,7 +9,7 @@ use turnstile_corpus::{
 };
 use turnstile_gate::{Gate, GateOptions};
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::{Credentials, Origins};
+use turnstile_host::capabilities::outbound::{Credentials, Observed, Origins};
 use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes, SwapObserver, SwapRoots};
 use turnstile_host::{
     CapabilityOptions, Observer, Plugin, PluginError, PluginRuntime, PluginSlot, PluginSource,
@@ -31,7 +31,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     // Before the corpus is read: a bad setting, secret, CA file or credential is the operator's
     // mistake, told at once. A credential may go to a granted origin or to the embeddings
     // server (which the host reaches, no plugin).
-    let embeddings_origin = embeddings_origin(args)?;
+    let embeddings_origin = embeddings_origin(args);
     let settings = args
         .given
         .read(&|var| std::env::var(var).ok(), &embeddings_origin)?;
@@ -85,6 +85,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
     let mut capabilities = CapabilityOptions::default();
     capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
     capabilities.outbound = settings.outbound.clone();
+    capabilities.outbound.observer = Observed(Some(Arc::clone(&metrics) as _));
     if !given.outbound.is_empty() {
         let granted: Vec<&str> = given.outbound.iter().map(|o| o.as_str()).collect();
         let named: Vec<&str> = given.secrets.names().collect();
@@ -260,17 +261,22 @@ fn open_corpus_index(
 /// The embedding model `--embeddings` names, connected (its dimensions learnt from the server,
 /// which a start waits for as a build's batches do), or the built-in one. The credential bound
 /// to the server's origin, if any, goes with its every request.
-/// The embeddings server's origin (`--embeddings`), if one is named.
-fn embeddings_origin(args: &ServeArgs) -> anyhow::Result<Vec<String>> {
+/// The embeddings server's origin (`--embeddings`), if one is named: a credential may be bound
+/// to it.
+fn embeddings_origin(args: &ServeArgs) -> Vec<String> {
     let Some(url) = args.embeddings.embeddings.as_deref() else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
-    let uri: axum::http::Uri = url
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--embeddings: {url:?} is not a URL"))?;
+    // A URL that is none, or carries a credential, is refused when the model is connected
+    // (never echoed): no credential is bound to it meanwhile.
+    let Ok(uri) = url.parse::<axum::http::Uri>() else {
+        return Vec::new();
+    };
     match (uri.scheme_str(), uri.authority()) {
-        (Some(scheme), Some(authority)) => Ok(vec![format!("{scheme}://{authority}")]),
-        _ => anyhow::bail!("--embeddings: {url:?} is not an http(s) URL"),
+        (Some(scheme), Some(authority)) if !authority.as_str().contains('@') => {
+            vec![format!("{scheme}://{authority}")]
+        }
+        _ => Vec::new(),
     }
 }
 

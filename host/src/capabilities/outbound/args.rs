@@ -127,6 +127,7 @@ impl OutboundArgs {
             slots: Default::default(),
             trusted_roots,
             deny_all: false,
+            observer: Default::default(),
         }
     }
 }

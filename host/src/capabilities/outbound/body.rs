@@ -13,8 +13,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 use wasmtime_wasi_http::{Error, WasiBody};
 
+use super::observe::OutboundOutcome;
 use super::report::Finish;
-use crate::observe::OutboundOutcome;
 
 /// What a request cancelled because its call's client went away answers the guest.
 pub const CANCELLED: &str = "cancelled: the client went away";

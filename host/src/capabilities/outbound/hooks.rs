@@ -16,12 +16,13 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::body::{CANCELLED, CappedRequest, MeteredResponse, drain};
 use super::grant::OutboundGrant;
+use super::observe::OutboundOutcome;
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
-use super::report::{FailureKind, Reporter, SignalKind, UpstreamSignal, retry_after};
+use super::report::{Reporter, retry_after};
 use super::trace;
+use crate::capabilities::backend::{FailureKind, SignalKind, UpstreamSignal};
 use crate::client_link::ClientLink;
-use crate::observe::OutboundOutcome;
 
 /// The label of a request no grant covers.
 pub const DENIED: &str = "(denied)";

@@ -93,7 +93,7 @@ impl Capability for Outbound {
                 reporter: Reporter {
                     plugin: Arc::clone(&call.plugin),
                     request_id: call.request_id,
-                    observer: call.observer.clone(),
+                    observer: options.observer.0.clone(),
                     tally: Arc::new(Mutex::new(OutboundReport::default())),
                 },
                 asked: 0,

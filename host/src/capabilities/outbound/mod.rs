@@ -17,6 +17,7 @@ mod grant;
 mod hooks;
 mod http;
 mod lookups;
+mod observe;
 mod options;
 mod origins;
 mod probe;
@@ -34,6 +35,7 @@ pub use credentials::{
 };
 pub use grant::OutboundGrant;
 pub use http::{Outbound, OutboundState};
+pub use observe::{Observed, OutboundEvent, OutboundObserver, OutboundOutcome};
 pub use options::{
     DEFAULT_BETWEEN_BYTES_TIMEOUT, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_ORIGIN, DEFAULT_MAX_REQUEST_BYTES,
@@ -41,8 +43,6 @@ pub use options::{
     OutboundOptions,
 };
 pub use origins::{MAX_GRANTED_ORIGINS, OriginError, OriginGrant, Origins};
-pub use report::{
-    FailureKind, MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS, SignalKind, UpstreamSignal,
-};
+pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS};
 pub use slots::OriginSlots;
 pub use trust::{MAX_CA_FILE_BYTES, MAX_TRUSTED_CAS, TrustError, TrustedRoots};

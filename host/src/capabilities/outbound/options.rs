@@ -37,6 +37,17 @@ pub struct OutboundOptions {
     /// Deny every request, whatever the grants (conformance work: `check` and a swap's smoke
     /// checks send nothing to a backend; the grants are listed, and a denial is proven).
     pub deny_all: bool,
+    /// Told of every request (the server's metrics), when measured.
+    pub observer: super::observe::Observed,
+}
+
+impl OutboundOptions {
+    /// The same bounds for conformance work: every request denied, and none counted.
+    pub fn for_conformance(mut self) -> Self {
+        self.deny_all = true;
+        self.observer = Default::default();
+        self
+    }
 }
 
 /// Default connect timeout: 5 s.
@@ -73,6 +84,7 @@ impl Default for OutboundOptions {
             slots: Default::default(),
             trusted_roots: Default::default(),
             deny_all: false,
+            observer: Default::default(),
         }
     }
 }

@@ -7,82 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::observe::{OutboundEvent, OutboundObserver, OutboundOutcome};
+use crate::capabilities::backend::{Backend, FailureKind, SignalKind, UpstreamSignal};
 use crate::capabilities::capability::Report;
-use crate::observe::{Observer, OutboundEvent, OutboundOutcome};
 
 /// Longest `Retry-After` taken from an upstream, in seconds (a larger one is cut to it).
 pub const MAX_RETRY_AFTER_SECS: u64 = 3600;
-
-/// What the backend said about its load, in one call's outbound requests (the last one that
-/// said something).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UpstreamSignal {
-    /// What it was.
-    pub kind: SignalKind,
-    /// How long the upstream asked callers to wait (its `Retry-After`, delta-seconds), if it
-    /// said.
-    pub retry_after: Option<Duration>,
-}
-
-/// The signals a backend gives that it is past its capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SignalKind {
-    /// It answered 429.
-    RateLimited,
-    /// It answered 503.
-    Unavailable,
-    /// It did not answer within the timeouts.
-    Timeout,
-}
-
-impl SignalKind {
-    /// The name (an error code's and a log field's).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::RateLimited => "upstream_rate_limited",
-            Self::Unavailable => "upstream_unavailable",
-            Self::Timeout => "upstream_timeout",
-        }
-    }
-}
-
-/// How a backend failed a request in a way that is no sign of load: the typed error a client
-/// gets when the call's answer failed with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// It answered 401 or 403: the credential is wrong or lacks a right.
-    AuthFailed,
-    /// No connection could be made (refused, no route, a name that does not resolve, an
-    /// address the grant does not cover).
-    Unreachable,
-    /// It answered another 4xx: it refused the request as made (a model it does not serve).
-    Rejected,
-    /// It answered another 5xx.
-    ServerError,
-}
-
-impl FailureKind {
-    /// The name (an error code's and a log field's).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AuthFailed => "upstream_auth_failed",
-            Self::Unreachable => "upstream_unreachable",
-            Self::Rejected => "upstream_rejected",
-            Self::ServerError => "upstream_error",
-        }
-    }
-
-    /// The failure a response with `status` is, if it is one (429 and 503 are load signals).
-    pub fn of_status(status: u16) -> Option<Self> {
-        match status {
-            401 | 403 => Some(Self::AuthFailed),
-            429 | 503 => None,
-            400..=499 => Some(Self::Rejected),
-            500..=599 => Some(Self::ServerError),
-            _ => None,
-        }
-    }
-}
 
 /// What one call's outbound requests did.
 #[derive(Debug, Clone, Default)]
@@ -112,6 +42,13 @@ pub struct OutboundReport {
 pub const SEVERAL_ORIGINS: &str = "(several)";
 
 impl Report for OutboundReport {
+    fn backend(&self) -> Backend {
+        Backend {
+            signal: self.signal,
+            failure: self.failure,
+        }
+    }
+
     fn absorb(&mut self, later: &Self) {
         self.requests += later.requests;
         self.denied += later.denied;
@@ -157,7 +94,7 @@ pub struct Reporter {
     /// The request it serves.
     pub request_id: u64,
     /// Told of every request.
-    pub observer: Option<Arc<dyn Observer>>,
+    pub observer: Option<Arc<dyn OutboundObserver>>,
     /// The call's tally.
     pub tally: Tally,
 }
@@ -179,7 +116,7 @@ impl Reporter {
             }
         });
         if let Some(observer) = &self.observer {
-            observer.outbound(&OutboundEvent {
+            observer.ended(&OutboundEvent {
                 origin: label.to_owned(),
                 outcome,
                 started: false,
@@ -198,7 +135,7 @@ impl Reporter {
             t.note_origin(label);
         });
         if let Some(observer) = &self.observer {
-            observer.outbound_started(label);
+            observer.started(label);
         }
         Finish(Arc::new(Finishing {
             reporter: self.clone(),
@@ -325,7 +262,7 @@ impl Finishing {
             super::trace::record_outcome(&span, outcome);
         }
         if let Some(observer) = &self.reporter.observer {
-            observer.outbound(&OutboundEvent {
+            observer.ended(&OutboundEvent {
                 origin: self.label.clone(),
                 outcome,
                 started: true,

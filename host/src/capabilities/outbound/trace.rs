@@ -7,7 +7,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use opentelemetry::propagation::Injector;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::observe::{OutboundOutcome, TRACE_TARGET};
+use super::observe::OutboundOutcome;
+use crate::observe::TRACE_TARGET;
 
 /// The span of a request to `host:port` through the grant `grant`.
 pub(super) fn request_span(method: &Method, host: &str, port: u16, grant: &str) -> tracing::Span {
