@@ -9,19 +9,6 @@ use std::time::Duration;
 /// server's trace layer takes it, its log filters it out.
 pub const TRACE_TARGET: &str = "turnstile::trace";
 
-/// One host call, as an event of the plugin call's span (bounded by the span's event limit,
-/// `OTEL_SPAN_EVENT_COUNT_LIMIT`; the dropped ones are counted in the span): nothing unless
-/// traces are on.
-pub(crate) fn trace_host_call(kind: HostCallKind, outcome: HostCallOutcome, elapsed: Duration) {
-    tracing::info!(
-        target: TRACE_TARGET,
-        host_call = kind.as_str(),
-        outcome = outcome.as_str(),
-        elapsed_ms = elapsed.as_secs_f64() * 1e3,
-        "host_call"
-    );
-}
-
 /// Receives what the plugin host does. Every method has a default that ignores it.
 pub trait Observer: Send + Sync {
     /// One host call of `kind` that took `elapsed` and ended in `outcome`.

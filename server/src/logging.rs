@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::sync::{Mutex, OnceLock};
 
 use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::filter::{FilterExt, LevelFilter, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -81,7 +81,12 @@ where
     W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
 {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let logged = filter.and(filter_fn(|meta| meta.target() != TRACE_TARGET));
+    // The exclusion says it passes every level, so the subscriber's level hint stays the
+    // filter's: below it, `log` records of the dependencies are dropped where they are made (a
+    // filter without a hint would make every `log::trace!` of wasmtime a dispatch).
+    let logged = filter.and(
+        filter_fn(|meta| meta.target() != TRACE_TARGET).with_max_level_hint(LevelFilter::TRACE),
+    );
     let lines = tracing_subscriber::fmt::layer().with_writer(writer);
     let lines: Box<dyn Layer<Registry> + Send + Sync> = match format {
         LogFormat::Text => lines

@@ -13,6 +13,7 @@ use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
 use super::backend::Backend;
+use super::host_calls::HostCalls;
 use crate::call_input::Asked;
 use crate::client_link::ClientLink;
 use crate::error::PluginError;
@@ -71,6 +72,11 @@ pub trait Report: Clone + Default + std::fmt::Debug + Send {
     /// What the capability's backend said of the call, if it reaches one (by default, nothing).
     fn backend(&self) -> Backend {
         Backend::default()
+    }
+
+    /// The call's host calls of this capability, if it serves host calls that are counted.
+    fn host_calls(&self) -> Option<HostCalls> {
+        None
     }
 }
 

@@ -8,9 +8,10 @@ use turnstile_corpus::{CorpusError, CorpusPool, CorpusSession};
 use wasmtime::component::{Linker, Resource};
 
 use super::capability::{Call, Capability, HasRoom, InRoom, Room};
+use super::host_calls::HostCalls;
 use crate::bindings::turnstile::retrieval::corpus;
 use crate::error::PluginError;
-use crate::observe::{HostCallKind, HostCallOutcome, trace_host_call};
+use crate::observe::{HostCallKind, HostCallOutcome};
 use crate::provision::Provision;
 
 /// At most this many corpus sessions may be open at once within one call; it bounds how many
@@ -24,6 +25,8 @@ pub struct Corpus;
 pub struct CorpusState {
     pool: CorpusPool,
     open_sessions: usize,
+    /// The call's corpus host calls so far.
+    calls: HostCalls,
 }
 
 impl Capability for Corpus {
@@ -35,7 +38,7 @@ impl Capability for Corpus {
     type Options = ();
     type Grant = CorpusPool;
     type State = CorpusState;
-    type Report = ();
+    type Report = HostCalls;
 
     fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
         corpus::add_to_linker::<T, InRoom<Self>>(linker, T::room)
@@ -49,12 +52,16 @@ impl Capability for Corpus {
         CorpusState {
             pool: pool.clone(),
             open_sessions: 0,
+            calls: HostCalls::default(),
         }
     }
 
-    /// Nothing to do: the sessions live in the call's resource table, and go with its store
-    /// (each returns its connection to the pool when dropped), whatever the plugin did.
-    fn finish(_: &mut CorpusState, _: &Call) {}
+    /// The call's corpus host calls. Nothing to close: the sessions live in the call's resource
+    /// table, and go with its store (each returns its connection to the pool when dropped),
+    /// whatever the plugin did.
+    fn finish(state: &mut CorpusState, _: &Call) -> HostCalls {
+        state.calls
+    }
 }
 
 fn to_wit(error: CorpusError) -> corpus::CorpusError {
@@ -77,7 +84,7 @@ impl Room<'_, Corpus> {
     /// Ends one corpus host call begun at `started`: counts and times it (when measured), and
     /// turns the corpus's typed error into the contract's.
     fn answer<T>(
-        &self,
+        &mut self,
         kind: HostCallKind,
         started: Instant,
         result: Result<T, CorpusError>,
@@ -88,7 +95,7 @@ impl Room<'_, Corpus> {
             Err(_) => HostCallOutcome::Error,
         };
         let elapsed = started.elapsed();
-        trace_host_call(kind, outcome, elapsed);
+        self.state.calls.note(outcome, elapsed);
         if let Some(observer) = &self.call.observer {
             observer.host_call(kind, outcome, elapsed);
         }
@@ -101,11 +108,9 @@ impl corpus::Host for Room<'_, Corpus> {}
 impl corpus::HostSession for Room<'_, Corpus> {
     fn open(&mut self) -> wasmtime::Result<Result<Resource<CorpusSession>, corpus::CorpusError>> {
         if self.state.open_sessions >= MAX_OPEN_SESSIONS {
-            trace_host_call(
-                HostCallKind::Open,
-                HostCallOutcome::Error,
-                Default::default(),
-            );
+            self.state
+                .calls
+                .note(HostCallOutcome::Error, Default::default());
             if let Some(observer) = &self.call.observer {
                 observer.host_call(
                     HostCallKind::Open,

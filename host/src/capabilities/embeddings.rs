@@ -11,9 +11,10 @@ use turnstile_corpus::{CorpusError, CorpusPool};
 use wasmtime::component::Linker;
 
 use super::capability::{Call, Capability, HasRoom, InRoom, Room};
+use super::host_calls::HostCalls;
 use crate::bindings::turnstile::retrieval::embeddings;
 use crate::error::{EmbeddingsFailed, PluginError};
-use crate::observe::{HostCallKind, HostCallOutcome, trace_host_call};
+use crate::observe::{HostCallKind, HostCallOutcome};
 use crate::provision::Provision;
 
 /// Most texts one `embeddings.embed` call takes.
@@ -33,8 +34,8 @@ impl Capability for Embeddings {
     type Options = ();
     /// The model lives with the corpus it indexed.
     type Grant = CorpusPool;
-    type State = CorpusPool;
-    type Report = ();
+    type State = EmbeddingsState;
+    type Report = HostCalls;
 
     fn link<T: HasRoom<Self>>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
         embeddings::add_to_linker::<T, InRoom<Self>>(linker, T::room)
@@ -44,16 +45,27 @@ impl Capability for Embeddings {
         Ok(given.corpus.clone())
     }
 
-    fn state(_: &(), corpus: &CorpusPool, _: &Call) -> CorpusPool {
-        corpus.clone()
+    fn state(_: &(), corpus: &CorpusPool, _: &Call) -> EmbeddingsState {
+        EmbeddingsState {
+            pool: corpus.clone(),
+            calls: HostCalls::default(),
+        }
     }
 
-    fn finish(_: &mut CorpusPool, _: &Call) {}
+    fn finish(state: &mut EmbeddingsState, _: &Call) -> HostCalls {
+        state.calls
+    }
+}
+
+/// One call's use of the model: the corpus it indexed, and the call's embed calls so far.
+pub struct EmbeddingsState {
+    pool: CorpusPool,
+    calls: HostCalls,
 }
 
 impl embeddings::Host for Room<'_, Embeddings> {
     fn dimensions(&mut self) -> wasmtime::Result<u32> {
-        Ok(u32::try_from(self.state.dims()).unwrap_or(u32::MAX))
+        Ok(u32::try_from(self.state.pool.dims()).unwrap_or(u32::MAX))
     }
 
     fn embed(
@@ -82,7 +94,7 @@ impl embeddings::Host for Room<'_, Embeddings> {
                 Ok(Err(embeddings::EmbedError::InvalidArgument(reason))),
                 HostCallOutcome::Error,
             ),
-            None => match self.state.embed_all(&texts) {
+            None => match self.state.pool.embed_all(&texts) {
                 Ok(vectors) => (Ok(Ok(vectors)), HostCallOutcome::Ok),
                 Err(CorpusError::EmbeddingServer(error)) => (
                     Err(wasmtime::Error::new(EmbeddingsFailed(error))),
@@ -92,7 +104,7 @@ impl embeddings::Host for Room<'_, Embeddings> {
             },
         };
         let elapsed = started.elapsed();
-        trace_host_call(HostCallKind::Embed, outcome, elapsed);
+        self.state.calls.note(outcome, elapsed);
         if let Some(observer) = &self.call.observer {
             observer.host_call(HostCallKind::Embed, outcome, elapsed);
         }

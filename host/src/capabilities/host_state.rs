@@ -17,6 +17,7 @@ use super::config::Config;
 use super::conversation::ConversationCapability;
 use super::corpus::Corpus;
 use super::embeddings::Embeddings;
+use super::host_calls::HostCalls;
 use super::limits::{Limits, MAX_RESOURCES};
 use super::log::Log;
 use super::outbound::Outbound;
@@ -91,6 +92,15 @@ macro_rules! capabilities {
             /// Takes in a later call's reports.
             pub fn absorb(&mut self, later: &Self) {
                 $(self.$field.absorb(&later.$field);)+
+            }
+
+            /// Each capability's host calls in the call (those that count them), by name.
+            pub fn host_calls(&self) -> Vec<(&'static str, HostCalls)> {
+                let mut counted = Vec::new();
+                $(if let Some(calls) = self.$field.host_calls() {
+                    counted.push((stringify!($field), calls));
+                })+
+                counted
             }
 
             /// What the call's backends said, whichever capability met them.

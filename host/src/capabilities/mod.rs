@@ -11,6 +11,7 @@ mod config;
 pub mod conversation;
 mod corpus;
 mod embeddings;
+mod host_calls;
 mod host_state;
 mod limits;
 mod log;
@@ -23,6 +24,7 @@ pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
 pub use conversation::Conversation;
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};
+pub use host_calls::HostCalls;
 pub use host_state::{CapabilityOptions, HostState, Reports, interfaces};
 pub(crate) use host_state::{Grants, limiter, link, probes};
 pub use limits::{

@@ -17,6 +17,7 @@ use super::api::SourceBody;
 use super::error::ApiError;
 use crate::admission::Admitted;
 use crate::metrics::{CallOutcome, Metrics};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 use turnstile_host::TRACE_TARGET;
 
 /// What a route asks of a call.
@@ -112,6 +113,16 @@ pub(crate) fn start(
             })
         });
         let outcome = call_outcome(&result);
+        if !call_span.is_disabled() {
+            // Each capability's host calls, as figures of the call's span (one per capability,
+            // however many calls the plugin made).
+            for (capability, calls) in stats.used.host_calls() {
+                let key = |what: &str| format!("turnstile.host_calls.{capability}.{what}");
+                call_span.set_attribute(key("calls"), i64::from(calls.calls));
+                call_span.set_attribute(key("failed"), i64::from(calls.failed));
+                call_span.set_attribute(key("ms"), calls.elapsed.as_secs_f64() * 1e3);
+            }
+        }
         call_span.record("turnstile.outcome", outcome.as_str());
         if outcome != CallOutcome::Ok {
             call_span.record("otel.status_code", "error");

@@ -13,10 +13,9 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Subscriber;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::filter::{LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
 
-use super::TRACE_TARGET;
 use super::export::BoundedExport;
 use super::settings::ExportSettings;
 
@@ -88,8 +87,8 @@ impl Traces {
     }
 
     /// The `tracing` layer that makes turnstile's spans OpenTelemetry spans: the request's and
-    /// those of [`TRACE_TARGET`] (never a library's), and as their events the warnings and
-    /// errors logged in them and the host calls ([`TRACE_TARGET`] events).
+    /// those of [`super::TRACE_TARGET`] (never a library's), and as their events the warnings and
+    /// errors logged in them.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: Subscriber + for<'span> LookupSpan<'span>,
@@ -102,14 +101,19 @@ impl Traces {
             .with_level(false)
             .with_target(false)
             .with_context_activation(false)
-            .with_filter(filter_fn(|meta| {
-                let ours = meta.target().starts_with("turnstile");
-                if meta.is_span() {
-                    ours
-                } else {
-                    meta.target() == TRACE_TARGET || (ours && *meta.level() <= tracing::Level::WARN)
-                }
-            }))
+            .with_filter(
+                filter_fn(|meta| {
+                    let ours = meta.target().starts_with("turnstile");
+                    if meta.is_span() {
+                        ours
+                    } else {
+                        ours && *meta.level() <= tracing::Level::WARN
+                    }
+                })
+                // Info spans at most: below it nothing is asked of this layer (and a `log`
+                // record of a dependency is dropped where it is made).
+                .with_max_level_hint(LevelFilter::INFO),
+            )
     }
 
     /// Exports what is waiting (at most `timeout`) and stops.
