@@ -4,7 +4,9 @@
 # driven by wrk (bench/wrk-load.sh) at CONCURRENCY connections for SECONDS a round; ROUNDS rounds
 # alternating off, on, off, on, … (a fresh server each), the "on" server exporting every span to
 # a local OTLP receiver (tests/otlp/receiver.py, in the tests' venv) with the default batching.
-# Prints each round's JSON line, then the medians and on/off.
+# Prints each round's JSON line, then the medians and on/off. With COLLECTOR=unreachable the "on"
+# server exports to a closed port instead: every span is still made, queued, batched and its
+# export tried, but no receiver shares the machine's cores — turnstile's own share of the cost.
 #
 #   bench/traces.sh [BINARY] [ROUNDS=3] [CONCURRENCY=16] [SECONDS=20]
 #
@@ -23,13 +25,15 @@ trap cleanup EXIT
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$WORK/receiver.out" ] && break; sleep 0.1; done
 RECEIVER="$(sed 's/listening on //' "$WORK/receiver.out")"
+EXPORT_TO="$RECEIVER"
+[ "${COLLECTOR:-receiver}" = unreachable ] && EXPORT_TO="http://127.0.0.1:9"
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 round() {  # round off|on
   local p; p="$(port)"
   local traces=()
-  [ "$1" = on ] && traces=(--otlp-endpoint "$RECEIVER")
+  [ "$1" = on ] && traces=(--otlp-endpoint "$EXPORT_TO")
   "$BIN" serve --listen "127.0.0.1:$p" --cache-dir "$WORK/cache" --access-log false \
     --max-active 4 --max-waiting 1000 "${traces[@]}" 2>"$WORK/serve-$1.log" &
   local pid=$!
