@@ -125,9 +125,15 @@ async fn a_request_is_one_trace_from_its_client_to_the_upstream() {
     assert_eq!(call["attributes"]["turnstile.outcome"], "ok");
     // The call's host calls, one figure per capability.
     let corpus_calls = &call["attributes"]["turnstile.host_calls.corpus.calls"];
-    assert!(corpus_calls.as_i64().unwrap_or(0) >= 2, "open and rank: {call:#}");
+    assert!(
+        corpus_calls.as_i64().unwrap_or(0) >= 2,
+        "open and rank: {call:#}"
+    );
     assert_eq!(call["attributes"]["turnstile.host_calls.corpus.failed"], 0);
-    assert_eq!(call["attributes"]["turnstile.host_calls.embeddings.calls"], 1, "{call:#}");
+    assert_eq!(
+        call["attributes"]["turnstile.host_calls.embeddings.calls"], 1,
+        "{call:#}"
+    );
     assert_eq!(outbound["kind"], "client");
     assert_eq!(outbound["parent_span_id"], call["span_id"]);
     assert_eq!(outbound["attributes"]["http.response.status_code"], 200);

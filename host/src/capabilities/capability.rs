@@ -84,6 +84,19 @@ impl Report for () {
     fn absorb(&mut self, _: &Self) {}
 }
 
+/// A capability that serves counted host calls reports them (the corpus, the embedding model).
+impl Report for HostCalls {
+    fn absorb(&mut self, later: &Self) {
+        self.calls = self.calls.saturating_add(later.calls);
+        self.failed = self.failed.saturating_add(later.failed);
+        self.elapsed += later.elapsed;
+    }
+
+    fn host_calls(&self) -> Option<HostCalls> {
+        Some(*self)
+    }
+}
+
 /// The facts of one call, the same for every capability.
 #[derive(Clone)]
 pub struct Call {

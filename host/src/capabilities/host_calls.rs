@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use super::capability::Report;
 use crate::observe::HostCallOutcome;
 
 /// One capability's host calls in one call.
@@ -27,17 +26,5 @@ impl HostCalls {
             self.failed = self.failed.saturating_add(1);
         }
         self.elapsed += elapsed;
-    }
-}
-
-impl Report for HostCalls {
-    fn absorb(&mut self, later: &Self) {
-        self.calls = self.calls.saturating_add(later.calls);
-        self.failed = self.failed.saturating_add(later.failed);
-        self.elapsed += later.elapsed;
-    }
-
-    fn host_calls(&self) -> Option<HostCalls> {
-        Some(*self)
     }
 }
