@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use turnstile_global::{FailureMode, GlobalConfig, GlobalGate, GlobalGrant};
+use turnstile_global::{FailureMode, GlobalConfig, GlobalGate, GlobalPass};
 
 fn main() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -43,7 +43,7 @@ fn main() {
         // Until Redis answers.
         loop {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-            if let Ok(GlobalGrant::Lease(_)) = gate.acquire(deadline).await {
+            if let Ok(GlobalPass::Lease(_)) = gate.acquire(deadline).await {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -62,7 +62,7 @@ fn main() {
                             let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
                             let asked = Instant::now();
                             match gate.acquire(deadline).await {
-                                Ok(GlobalGrant::Lease(lease)) => {
+                                Ok(GlobalPass::Lease(lease)) => {
                                     latencies.push(asked.elapsed());
                                     drop(lease);
                                 }

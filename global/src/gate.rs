@@ -18,7 +18,7 @@ use crate::heartbeat::{heartbeat, wake_ups};
 use crate::inner::{Inner, Point, Started, lock};
 use crate::keys::Keys;
 use crate::lease::{GlobalLease, Queued};
-use crate::outcome::{GlobalGrant, GlobalRefusal};
+use crate::outcome::{GlobalPass, GlobalRefusal};
 use crate::scripts::Scripts;
 use crate::status::{GlobalStatus, GlobalTotals, Stats};
 
@@ -100,11 +100,11 @@ impl GlobalGate {
     }
 
     /// A global lease before `deadline`, in FIFO order across replicas; or a refusal; or, when
-    /// Redis fails and the mode is `open`, [`GlobalGrant::FailedOpen`]. In the grace after Redis
+    /// Redis fails and the mode is `open`, [`GlobalPass::FailedOpen`]. In the grace after Redis
     /// lost writes, it waits in the queue like any request past the limit.
     ///
     /// Cancel safe: dropping the future while it waits takes it out of the global queue.
-    pub async fn acquire(&self, deadline: Instant) -> Result<GlobalGrant, GlobalRefusal> {
+    pub async fn acquire(&self, deadline: Instant) -> Result<GlobalPass, GlobalRefusal> {
         let inner = &self.inner;
         let Some(started) = inner.started.get() else {
             return failed(inner, "the global gate was not started");
@@ -181,7 +181,7 @@ impl GlobalGate {
                         .stats
                         .waited_us
                         .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
-                    return Ok(GlobalGrant::Lease(GlobalLease {
+                    return Ok(GlobalPass::Lease(GlobalLease {
                         inner: Arc::clone(inner),
                         id,
                     }));
@@ -294,7 +294,7 @@ impl GlobalGate {
 }
 
 /// Redis could not decide: admit alone or refuse, as configured.
-fn failed(inner: &Inner, why: &str) -> Result<GlobalGrant, GlobalRefusal> {
+fn failed(inner: &Inner, why: &str) -> Result<GlobalPass, GlobalRefusal> {
     match inner.config.failure {
         FailureMode::Open => {
             inner.stats.failed_open.fetch_add(1, Ordering::Relaxed);
@@ -302,7 +302,7 @@ fn failed(inner: &Inner, why: &str) -> Result<GlobalGrant, GlobalRefusal> {
                 why,
                 "global gate unavailable: admitted on the local gate alone"
             );
-            Ok(GlobalGrant::FailedOpen)
+            Ok(GlobalPass::FailedOpen)
         }
         FailureMode::Closed => {
             inner.stats.unavailable.fetch_add(1, Ordering::Relaxed);

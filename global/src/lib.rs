@@ -40,5 +40,5 @@ pub use config::{
 pub use error::GlobalError;
 pub use gate::GlobalGate;
 pub use lease::GlobalLease;
-pub use outcome::{GlobalGrant, GlobalRefusal};
+pub use outcome::{GlobalPass, GlobalRefusal};
 pub use status::{GlobalStatus, GlobalTotals};

@@ -22,7 +22,7 @@ pub enum GlobalRefusal {
 /// failure mode is `open` — leave to run on the local gate alone.
 #[derive(Debug)]
 #[must_use = "a granted lease is given back as soon as it is dropped"]
-pub enum GlobalGrant {
+pub enum GlobalPass {
     /// A lease: the request runs under it.
     Lease(GlobalLease),
     /// Redis failed and the failure mode is `open`: the request runs on the local gate alone.

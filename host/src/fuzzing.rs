@@ -11,7 +11,7 @@ use turnstile_corpus::{CorpusPool, SessionLimits};
 
 use crate::bindings::Source;
 use crate::output::{MAX_LOGGED_TEXT, sanitize};
-use crate::results::check_sources;
+use crate::source_checks::check_sources;
 
 /// The ids of the corpus the answers are checked against.
 const IDS: [&str; 3] = ["json", "json.dumps", "os.path"];

@@ -18,19 +18,19 @@
 //! an HTTP client sees are the server's.
 
 mod bindings;
-mod bounded;
 pub mod cache;
 pub mod cache_trim;
+mod call_deadline;
 mod call_input;
 pub mod capabilities;
 mod client_link;
 pub mod conformance;
 pub mod contract;
 mod error;
+mod freed_memory;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-mod heap;
 mod observe;
 mod output;
 mod plugin;
@@ -39,15 +39,16 @@ mod plugin_args;
 mod plugin_config;
 mod precompiled;
 mod provision;
-mod results;
 mod runtime;
 mod secrets;
+mod sha256;
 mod slot;
 mod source;
+mod source_checks;
 pub mod swap;
 
 pub use bindings::{RetrieveError, Source};
-pub use bounded::MAX_ABANDONED_CALLS;
+pub use call_deadline::MAX_ABANDONED_CALLS;
 pub use call_input::{Asked, CallInput};
 pub use capabilities::{
     CapabilityOptions, DEFAULT_MEMORY_LIMIT, MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS, MAX_INSTANCES,
@@ -63,8 +64,8 @@ pub use plugin::{CallStats, Plugin};
 #[cfg(feature = "cli")]
 pub use plugin_args::{PluginArgs, PluginArgsError, PluginSettings};
 pub use plugin_config::{
-    BadSha256, MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES,
-    PluginConfig, PluginConfigError, Sha256Hex, parse_config_entry, plugin_config,
+    MAX_CONFIG_KEY_BYTES, MAX_CONFIG_VALUE_BYTES, MAX_PLUGIN_CONFIG_ENTRIES, PluginConfig,
+    PluginConfigError, parse_config_entry, plugin_config,
 };
 pub use precompiled::not_a_component;
 pub use provision::{PluginGiven, Provision};
@@ -76,7 +77,6 @@ pub use secrets::{
     MAX_SECRET_BYTES, MAX_SECRETS, REDACTED, Secret, SecretError, SecretSource, Secrets,
     parse_secret_arg,
 };
+pub use sha256::{BadSha256, Sha256Hex, sha256_hex};
 pub use slot::{CorpusGeneration, Generation, PluginSlot};
-pub use source::{
-    MAX_PLUGIN_BYTES, PluginSource, embedded_lexical, embedded_retrieval, sha256_hex,
-};
+pub use source::{MAX_PLUGIN_BYTES, PluginSource, embedded_lexical, embedded_retrieval};

@@ -14,9 +14,10 @@ use crate::error::{Incompatibility, PluginError};
 use crate::observe::Observer;
 use crate::plugin_config::PluginConfig;
 use crate::provision::Provision;
-use crate::results::check_sources;
 use crate::runtime::PluginRuntime;
-use crate::source::{PluginSource, sha256_hex};
+use crate::sha256::sha256_hex;
+use crate::source::PluginSource;
+use crate::source_checks::check_sources;
 
 /// What one call used.
 #[derive(Debug, Clone, Default)]

@@ -47,7 +47,7 @@ impl PluginRuntime {
         // Compiling a language runtime's component (tens of MB of code) takes hundreds of MB
         // in the compiler's threads; the allocator keeps what they freed unless told.
         let compiled = self.compile_or_load(bytes, sha256, &incompatible);
-        crate::heap::give_back_freed_memory();
+        crate::freed_memory::give_back_freed_memory();
         compiled
     }
 

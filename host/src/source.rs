@@ -5,8 +5,6 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
-
 use crate::error::PluginError;
 
 /// The default retrieval plugin, built from `plugins/retrieval-hybrid` by this crate's build
@@ -83,9 +81,4 @@ pub(crate) fn read_opened(
             path: path.to_owned(),
             error,
         })
-}
-
-/// sha256 of `bytes`, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }

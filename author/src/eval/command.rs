@@ -6,7 +6,7 @@ use std::time::Instant;
 use turnstile_corpus::{CorpusIndex, CorpusPool, EmbeddingModel, RemoteModel, read_corpus};
 
 use super::questions::{Question, read_questions};
-use super::report::{Answer, Latency, PluginReport, Report, text};
+use super::report::{Latency, PluginReport, QuestionAnswer, Report, text};
 use super::score::{Means, Scores};
 use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::OutboundOptions;
@@ -142,7 +142,7 @@ fn evaluate_plugin(
             Ok(sources) => (sources.into_iter().map(|s| s.id).collect(), None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
-        answers.push(Answer {
+        answers.push(QuestionAnswer {
             scores: super::score::score(&ids, &question.expect),
             q: question.q.clone(),
             expect: question.expect.clone(),

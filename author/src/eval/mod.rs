@@ -12,4 +12,4 @@ pub mod score;
 
 pub use command::{EvalArgs, evaluate, run, runtime, runtime_bounded};
 pub use questions::{MAX_QUESTIONS, Question, read_questions};
-pub use report::{Answer, Latency, PluginReport, Report, text};
+pub use report::{Latency, PluginReport, QuestionAnswer, Report, text};

@@ -6,7 +6,7 @@ use super::score::{Means, Scores};
 
 /// How one question went.
 #[derive(Debug, Clone, Serialize)]
-pub struct Answer {
+pub struct QuestionAnswer {
     /// The question.
     pub q: String,
     /// Its acceptable ids.
@@ -47,12 +47,12 @@ pub struct PluginReport {
     /// Calls that failed.
     pub errors: usize,
     /// Every question.
-    pub answers: Vec<Answer>,
+    pub answers: Vec<QuestionAnswer>,
 }
 
 impl PluginReport {
     /// Questions with no acceptable id in the top 5.
-    pub fn misses(&self) -> impl Iterator<Item = &Answer> {
+    pub fn misses(&self) -> impl Iterator<Item = &QuestionAnswer> {
         self.answers.iter().filter(|a| a.scores.recall_at_5 == 0.0)
     }
 }
@@ -139,7 +139,7 @@ pub fn text(report: &Report) -> String {
             let _ = writeln!(out, "  - {q}");
         }
     } else if let Some(p) = report.plugins.first() {
-        let misses: Vec<&Answer> = p.misses().collect();
+        let misses: Vec<&QuestionAnswer> = p.misses().collect();
         let _ = writeln!(
             out,
             "\nmisses: no acceptable id in the top 5 ({}):",

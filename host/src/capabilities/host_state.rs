@@ -10,7 +10,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
-use super::answer::Answer;
+use super::answer::AnswerCapability;
 use super::backend::Backend;
 use super::capability::{Call, Capability, HasRoom, Probe, Report, Room};
 use super::config::Config;
@@ -166,7 +166,7 @@ capabilities! {
     /// HTTP to the origins the operator granted.
     outbound: Outbound,
     /// A generated answer beside the sources, streamed to a client that asks.
-    answer: Answer,
+    answer: AnswerCapability,
     /// The chat's earlier turns and its answer parameters.
     conversation: ConversationCapability,
 }

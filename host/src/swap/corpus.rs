@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use turnstile_corpus::{
     CorpusError, CorpusIndex, CorpusPool, read_corpus_from, read_corpus_within,
@@ -21,24 +21,9 @@ use super::reading::{open_and_read, too_slow};
 
 use super::bounds::{MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
 use super::error::{CorpusSwapError, SwapOutcome};
-use super::hot_swap::{Checking, HotSwap, Trigger};
-use crate::conformance::{Check, smoke};
-use crate::{Generation, Plugin, PluginRuntime, Sha256Hex, sha256_hex};
-
-/// A completed corpus swap.
-pub struct CorpusSwapped {
-    /// Swapped, or unchanged.
-    pub outcome: SwapOutcome,
-    /// Now serving new requests.
-    pub generation: Generation,
-    /// What served before (still finishing the calls it admitted); the same as `generation`
-    /// when unchanged.
-    pub previous: Generation,
-    /// From the request to the install.
-    pub elapsed: Duration,
-    /// The smoke checks the serving plugin passed over the candidate (none when unchanged).
-    pub smoke: Vec<Check>,
-}
+use super::hot_swap::{Checking, HotSwap, Swapped, Trigger};
+use crate::conformance::smoke;
+use crate::{Plugin, PluginRuntime, Sha256Hex, sha256_hex};
 
 impl HotSwap {
     /// Loads the corpus at `path` (`None`: the embedded one), checks the serving plugin over it,
@@ -48,7 +33,7 @@ impl HotSwap {
         &self,
         path: Option<PathBuf>,
         trigger: Trigger,
-    ) -> Result<CorpusSwapped, CorpusSwapError> {
+    ) -> Result<Swapped, CorpusSwapError> {
         let started = Instant::now();
         let outcome = self.try_swap_corpus(path, trigger, started);
         self.observer.corpus_swap(
@@ -60,7 +45,7 @@ impl HotSwap {
 
     /// SIGHUP's corpus reload: the configured corpus (`--corpus`, or the embedded one), re-read
     /// under the current pin; unchanged when that is what serves.
-    pub fn reload_corpus(&self) -> Result<CorpusSwapped, CorpusSwapError> {
+    pub fn reload_corpus(&self) -> Result<Swapped, CorpusSwapError> {
         self.swap_corpus(self.configured.corpus.clone(), Trigger::Reload)
     }
 
@@ -85,7 +70,7 @@ impl HotSwap {
         path: Option<PathBuf>,
         trigger: Trigger,
         started: Instant,
-    ) -> Result<CorpusSwapped, CorpusSwapError> {
+    ) -> Result<Swapped, CorpusSwapError> {
         let Some(_checking) = Checking::enter_below(&self.corpus_checking, MAX_CORPUS_CANDIDATES)
         else {
             return Err(CorpusSwapError::Busy);
@@ -139,7 +124,7 @@ impl HotSwap {
             // The same documents: nothing to load (a reload of an unchanged file, or a swap to
             // the corpus being served). Under a pin, it was just checked against the pin.
             self.set_corpus_pin(expected);
-            return Ok(CorpusSwapped {
+            return Ok(Swapped {
                 outcome: SwapOutcome::Unchanged,
                 generation: previous.clone(),
                 previous,
@@ -218,7 +203,7 @@ impl HotSwap {
             swap_ms = elapsed.as_secs_f64() * 1e3,
             "corpus swapped"
         );
-        Ok(CorpusSwapped {
+        Ok(Swapped {
             outcome: SwapOutcome::Swapped,
             generation,
             previous,

@@ -5,11 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::bounds::MAX_CANDIDATES_CHECKED;
+use super::error::SwapOutcome;
 use super::observer::SwapObserver;
 use super::roots::SwapRoots;
 use crate::capabilities::outbound::Origins;
+use crate::conformance::Check;
 use crate::{
-    PluginConfig, PluginGiven, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions, Sha256Hex,
+    Generation, PluginConfig, PluginGiven, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions,
+    Sha256Hex,
 };
 
 /// What asked for a swap, which decides the sha256 rule and where its file may be.
@@ -71,6 +74,22 @@ pub struct CorpusOptions {
     pub pin: Option<Sha256Hex>,
     /// Largest corpus a swap reads, in bytes of JSON Lines (decompressed).
     pub max_bytes: u64,
+}
+
+/// A completed swap, of a plugin or a corpus.
+pub struct Swapped {
+    /// Swapped, or unchanged.
+    pub outcome: SwapOutcome,
+    /// Now serving new requests.
+    pub generation: Generation,
+    /// What served before (still finishing the calls it admitted); the same as `generation`
+    /// when unchanged.
+    pub previous: Generation,
+    /// From the request to the install.
+    pub elapsed: std::time::Duration,
+    /// The smoke checks passed (none when unchanged): the candidate plugin's, or the serving
+    /// plugin's over the candidate corpus.
+    pub smoke: Vec<Check>,
 }
 
 /// What one plugin swap names of its own; the rest comes from [`PluginGiven`].

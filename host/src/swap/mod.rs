@@ -23,10 +23,8 @@ mod reading;
 mod roots;
 
 pub use bounds::{MAX_CANDIDATES_CHECKED, MAX_CORPUS_CANDIDATES, MAX_RETIRED_CORPORA};
-pub use corpus::CorpusSwapped;
 pub use error::{CorpusSwapError, SwapError, SwapOutcome};
-pub use hot_swap::{CorpusOptions, HotSwap, Runtimes, SwapSettings, Trigger};
+pub use hot_swap::{CorpusOptions, HotSwap, Runtimes, SwapSettings, Swapped, Trigger};
 pub use observer::SwapObserver;
-pub use plugin::Swapped;
 pub use reading::SWAP_READ_DEADLINE;
 pub use roots::{Confinement, Opened, RootError, SwapRoots, unsafe_root};

@@ -3,29 +3,14 @@
 //! then one atomic install over the generation it was checked against.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::error::{SwapError, SwapOutcome};
-use super::hot_swap::{Checking, HotSwap, SwapSettings, Trigger};
+use super::hot_swap::{Checking, HotSwap, SwapSettings, Swapped, Trigger};
 use super::reading::{open_and_read, too_slow};
-use crate::conformance::{Check, smoke};
+use crate::conformance::smoke;
 use crate::source::read_opened;
-use crate::{Generation, Plugin, PluginError, PluginGiven, PluginRuntime, PluginSource, Provision};
-
-/// A completed swap.
-pub struct Swapped {
-    /// Swapped, or unchanged.
-    pub outcome: SwapOutcome,
-    /// Now serving new requests.
-    pub generation: Generation,
-    /// What served before (still finishing the calls it admitted); the same as `generation`
-    /// when unchanged.
-    pub previous: Generation,
-    /// From the request to the install.
-    pub elapsed: Duration,
-    /// The smoke checks the candidate passed (none when unchanged).
-    pub smoke: Vec<Check>,
-}
+use crate::{Plugin, PluginError, PluginGiven, PluginRuntime, PluginSource, Provision};
 
 impl HotSwap {
     /// Loads and checks the candidate at `source`, then installs it. Blocks (compiles): call it

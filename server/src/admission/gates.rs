@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 use turnstile_gate::Gate;
-use turnstile_global::{GlobalGate, GlobalGrant};
+use turnstile_global::{GlobalGate, GlobalPass};
 use turnstile_host::TRACE_TARGET;
 
 use super::admitted::Admitted;
@@ -143,8 +143,8 @@ impl Admission {
             Some(global) => {
                 let started = Instant::now();
                 match global.acquire(deadline).await? {
-                    GlobalGrant::Lease(lease) => (Some(lease), Some(started.elapsed())),
-                    GlobalGrant::FailedOpen => (None, None),
+                    GlobalPass::Lease(lease) => (Some(lease), Some(started.elapsed())),
+                    GlobalPass::FailedOpen => (None, None),
                 }
             }
         };

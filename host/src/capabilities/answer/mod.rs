@@ -6,5 +6,5 @@
 mod room;
 mod stream;
 
-pub use room::{Answer, AnswerReport, AnswerState, MAX_ANSWER_BYTES, MAX_CITES};
+pub use room::{AnswerCapability, AnswerReport, AnswerState, MAX_ANSWER_BYTES, MAX_CITES};
 pub use stream::{AnswerEvent, AnswerEvents, AnswerSink, FinishReason, Usage, answer_stream};

@@ -13,7 +13,7 @@ use crate::capabilities::capability::{Call, Capability, HasRoom, InRoom, Report,
 use crate::client_link::ClientLink;
 use crate::error::PluginError;
 use crate::provision::Provision;
-use crate::results::check_sources;
+use crate::source_checks::check_sources;
 
 /// Longest answer, in bytes (`set`'s text, or all `append`s together).
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -22,7 +22,7 @@ pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 pub const MAX_CITES: u32 = 8;
 
 /// The call's answer.
-pub struct Answer;
+pub struct AnswerCapability;
 
 /// What the call's answer is so far.
 pub struct AnswerState {
@@ -106,7 +106,7 @@ impl AnswerState {
     }
 }
 
-impl Capability for Answer {
+impl Capability for AnswerCapability {
     const INTERFACES: &'static [(&'static str, &'static str)] = &[(
         "turnstile:retrieval/answer",
         "an answer beside the sources in the response, streamed to a client that asks (64 KiB)",
@@ -157,7 +157,7 @@ impl Capability for Answer {
     }
 }
 
-impl answer::Host for Room<'_, Answer> {
+impl answer::Host for Room<'_, AnswerCapability> {
     fn set(&mut self, text: String) -> wasmtime::Result<Result<(), answer::AnswerError>> {
         if text.len() > MAX_ANSWER_BYTES {
             return Ok(Err(answer::AnswerError::TooLong(MAX_ANSWER_BYTES as u32)));

@@ -1,7 +1,7 @@
 //! Where a granted name may lead: its resolved addresses are checked at every connect, so a name
 //! that resolves (or is rebound) to a loopback, private or link-local address — the cloud
 //! metadata address `169.254.169.254` among them — is refused unless the operator granted that
-//! very name ([`super::origins::OriginGrant::is_literal`]). The check is in the resolver the
+//! very name ([`super::origins::AllowedOrigin::is_literal`]). The check is in the resolver the
 //! connection pool uses, so no connect can skip it.
 
 use std::future::Future;

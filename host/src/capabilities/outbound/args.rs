@@ -16,7 +16,7 @@ use super::options::{
     DEFAULT_MAX_REQUESTS_PER_CALL, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT,
     OutboundOptions,
 };
-use super::origins::OriginGrant;
+use super::origins::AllowedOrigin;
 use super::trust::TrustedRoots;
 
 /// The outbound flags.
@@ -140,7 +140,7 @@ fn millis(duration: Duration) -> u64 {
 /// One `--outbound-allow` origin, checked and normalised.
 pub fn parse_origin(given: &str) -> Result<String, String> {
     given
-        .parse::<OriginGrant>()
+        .parse::<AllowedOrigin>()
         .map(|origin| origin.as_str().to_owned())
         .map_err(|e| e.to_string())
 }

@@ -13,7 +13,7 @@
 
 use http::{HeaderName, HeaderValue};
 
-use super::origins::{OriginError, OriginGrant, Origins};
+use super::origins::{AllowedOrigin, OriginError, Origins};
 use crate::secrets::{Secret, SecretError, SecretSource, Secrets};
 
 /// Most credentials an operator may bind.
@@ -24,7 +24,7 @@ pub const MAX_CREDENTIALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CredentialSpec {
     /// The origin it is bound to (exact: no wildcard).
-    pub origin: OriginGrant,
+    pub origin: AllowedOrigin,
     /// The header it is sent in (`authorization` for a bearer token).
     pub header: HeaderName,
     /// Whether the value is sent as `Bearer <value>`.
@@ -125,7 +125,7 @@ fn spec(
     source: &str,
     form: &'static str,
 ) -> Result<CredentialSpec, CredentialError> {
-    let origin: OriginGrant = origin.parse()?;
+    let origin: AllowedOrigin = origin.parse()?;
     if !origin.is_literal() {
         return Err(CredentialError::Wildcard(origin.as_str().to_owned()));
     }

@@ -24,17 +24,17 @@ pub const CACHE_TTL: Duration = Duration::from_secs(30);
 /// Names kept, at most.
 pub const MAX_CACHED: usize = 1024;
 
-type Answer = std::io::Result<Vec<IpAddr>>;
+type Lookup = std::io::Result<Vec<IpAddr>>;
 
 struct Lookups {
-    jobs: SyncSender<(String, oneshot::Sender<Answer>)>,
+    jobs: SyncSender<(String, oneshot::Sender<Lookup>)>,
     cache: Mutex<HashMap<String, (Instant, Vec<IpAddr>)>>,
 }
 
 fn lookups() -> &'static Lookups {
     static LOOKUPS: OnceLock<Lookups> = OnceLock::new();
     LOOKUPS.get_or_init(|| {
-        let (jobs, queue) = sync_channel::<(String, oneshot::Sender<Answer>)>(MAX_PENDING);
+        let (jobs, queue) = sync_channel::<(String, oneshot::Sender<Lookup>)>(MAX_PENDING);
         let queue = std::sync::Arc::new(Mutex::new(queue));
         for n in 0..THREADS {
             let queue = std::sync::Arc::clone(&queue);
@@ -60,7 +60,7 @@ fn lookups() -> &'static Lookups {
 }
 
 /// The system resolver's answer for `host` (blocking).
-fn resolve(host: &str) -> Answer {
+fn resolve(host: &str) -> Lookup {
     #[cfg(test)]
     if host.ends_with(tests::HANGS) {
         return tests::hang();
@@ -87,7 +87,7 @@ fn remember(host: &str, ips: Vec<IpAddr>) {
 }
 
 /// The addresses of `host` (lowercase, no trailing dot), within `timeout`.
-pub async fn lookup(host: &str, timeout: Duration) -> Answer {
+pub async fn lookup(host: &str, timeout: Duration) -> Lookup {
     let lookups = lookups();
     if let Some((at, ips)) = lookups
         .cache
@@ -127,7 +127,7 @@ pub(crate) mod tests {
 
     static RELEASED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
-    pub(super) fn hang() -> Answer {
+    pub(super) fn hang() -> Lookup {
         let (released, changed) = &RELEASED;
         let guard = released.lock().unwrap_or_else(|p| p.into_inner());
         let _ = changed.wait_timeout_while(guard, Duration::from_secs(20), |r| !*r);
@@ -189,7 +189,7 @@ pub(crate) mod tests {
         });
     }
 
-    async fn lookup_owned(host: String) -> Answer {
+    async fn lookup_owned(host: String) -> Lookup {
         lookup(&host, Duration::from_secs(20)).await
     }
 }

@@ -1,25 +1,26 @@
 //! The `outbound` capability: HTTP for plugins through `wasi:http/outgoing-handler` (WASI 0.2),
-//! denied unless the operator granted the origin. One room, in parts: the grants
-//! ([`origins`]), where their names may lead ([`address`]), the bounds ([`options`]), the
-//! plugin's pooled client ([`client`]), the credentials the host adds ([`credentials`]), the CAs trusted beyond the compiled-in roots
-//! ([`trust`]), the policy every request passes ([`hooks`]) with its
-//! bounded bodies ([`body`]), what a call's requests did ([`report`]), the capability's wiring
-//! ([`http`]), each request's span and the trace context it carries ([`trace`]) and `check`'s
-//! proof of a denial ([`probe`]).
+//! denied unless the operator granted the origin. One room, in parts: the capability's wiring
+//! ([`capability`]); the origins the operator allows ([`origins`]), where their names may lead
+//! ([`address`]), the credentials the host adds ([`credentials`]), the CAs trusted beyond the
+//! compiled-in roots ([`trust`]) and the flags that give them (`args`, the `cli` feature); the
+//! bounds ([`options`]); the plugin's pooled client ([`client`]); the policy every request passes
+//! ([`policy`]) with its bounded bodies ([`body`]) and the per-origin slots ([`slots`]); what a
+//! call's requests did ([`report`]) and who is told of each ([`observe`]); each request's span and
+//! the trace context it carries ([`trace`]); and `check`'s proof of a denial ([`probe`]).
 
 mod address;
 #[cfg(feature = "cli")]
 mod args;
 mod body;
+mod capability;
 mod client;
 mod credentials;
 mod grant;
-mod hooks;
-mod http;
 mod lookups;
 mod observe;
 mod options;
 mod origins;
+mod policy;
 mod probe;
 mod report;
 mod slots;
@@ -29,12 +30,12 @@ mod trust;
 pub use address::{AddressRefused, is_public};
 #[cfg(feature = "cli")]
 pub use args::{OutboundArgs, parse_origin};
+pub use capability::{Outbound, OutboundState};
 pub use credentials::{
     CredentialError, CredentialSpec, Credentials, MAX_CREDENTIALS, parse_bearer_arg,
     parse_header_arg,
 };
 pub use grant::OutboundGrant;
-pub use http::{Outbound, OutboundState};
 pub use observe::{Observed, OutboundEvent, OutboundObserver, OutboundOutcome};
 pub use options::{
     DEFAULT_BETWEEN_BYTES_TIMEOUT, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
@@ -42,7 +43,7 @@ pub use options::{
     DEFAULT_MAX_REQUESTS_PER_CALL, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT,
     OutboundOptions,
 };
-pub use origins::{MAX_GRANTED_ORIGINS, OriginError, OriginGrant, Origins};
+pub use origins::{AllowedOrigin, MAX_GRANTED_ORIGINS, OriginError, Origins};
 pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS};
 pub use slots::OriginSlots;
 pub use trust::{MAX_CA_FILE_BYTES, MAX_TRUSTED_CAS, TrustError, TrustedRoots};

@@ -18,7 +18,7 @@ const MAX_ORIGIN_BYTES: usize = 300;
 
 /// One granted origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OriginGrant {
+pub struct AllowedOrigin {
     /// As the operator wrote it, normalised (lowercase, default port dropped): the label a
     /// request through it is counted under.
     text: String,
@@ -91,7 +91,7 @@ pub enum OriginError {
     TooMany(usize),
 }
 
-impl std::str::FromStr for OriginGrant {
+impl std::str::FromStr for AllowedOrigin {
     type Err = OriginError;
 
     fn from_str(given: &str) -> Result<Self, OriginError> {
@@ -177,7 +177,7 @@ fn is_dns_name(name: &str) -> bool {
         && !name.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
-impl OriginGrant {
+impl AllowedOrigin {
     fn new(scheme: Scheme, host: Host, port: u16) -> Self {
         let host_text = match &host {
             Host::Name(name) => name.clone(),
@@ -226,11 +226,11 @@ impl OriginGrant {
     }
 }
 
-impl OriginGrant {
+impl AllowedOrigin {
     /// Whether every request this grant covers is covered by `wider` too: the same scheme and
     /// port, and the same host, or one below `wider`'s wildcard (a wildcard is within a wildcard
     /// of the same or a shorter suffix). How a swap's grants are held within the operator's.
-    pub fn is_within(&self, wider: &OriginGrant) -> bool {
+    pub fn is_within(&self, wider: &AllowedOrigin) -> bool {
         if self.scheme != wider.scheme || self.port != wider.port {
             return false;
         }
@@ -263,7 +263,7 @@ impl OriginGrant {
     }
 }
 
-impl std::fmt::Display for OriginGrant {
+impl std::fmt::Display for AllowedOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.text)
     }
@@ -292,7 +292,7 @@ impl RequestHost {
 /// Every origin granted to one plugin, in the operator's order, without repeats.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origins {
-    grants: Vec<OriginGrant>,
+    grants: Vec<AllowedOrigin>,
 }
 
 impl Origins {
@@ -307,9 +307,9 @@ impl Origins {
         if given.len() > MAX_GRANTED_ORIGINS {
             return Err(OriginError::TooMany(given.len()));
         }
-        let mut grants: Vec<OriginGrant> = Vec::with_capacity(given.len());
+        let mut grants: Vec<AllowedOrigin> = Vec::with_capacity(given.len());
         for origin in given {
-            let grant: OriginGrant = origin.as_ref().parse()?;
+            let grant: AllowedOrigin = origin.as_ref().parse()?;
             if !grants.contains(&grant) {
                 grants.push(grant);
             }
@@ -318,7 +318,7 @@ impl Origins {
     }
 
     /// The grants, in order.
-    pub fn iter(&self) -> impl Iterator<Item = &OriginGrant> {
+    pub fn iter(&self) -> impl Iterator<Item = &AllowedOrigin> {
         self.grants.iter()
     }
 
@@ -328,7 +328,12 @@ impl Origins {
     }
 
     /// The grant that covers a request (a literal grant first: it allows more), if any.
-    pub fn covering(&self, scheme: Scheme, host: &RequestHost, port: u16) -> Option<&OriginGrant> {
+    pub fn covering(
+        &self,
+        scheme: Scheme,
+        host: &RequestHost,
+        port: u16,
+    ) -> Option<&AllowedOrigin> {
         let covering = |literal: bool| {
             self.grants
                 .iter()
@@ -338,8 +343,8 @@ impl Origins {
     }
 
     /// The first of these grants that no grant of `wider` holds (see
-    /// [`OriginGrant::is_within`]): `None` when all of them are within `wider`.
-    pub fn first_outside<'a>(&'a self, wider: &Origins) -> Option<&'a OriginGrant> {
+    /// [`AllowedOrigin::is_within`]): `None` when all of them are within `wider`.
+    pub fn first_outside<'a>(&'a self, wider: &Origins) -> Option<&'a AllowedOrigin> {
         self.grants
             .iter()
             .find(|g| !wider.grants.iter().any(|w| g.is_within(w)))
@@ -356,14 +361,14 @@ mod tests {
 
     #[test]
     fn origins_parse_and_normalise() {
-        let o: OriginGrant = "HTTPS://API.Example.com:443/".parse().unwrap();
+        let o: AllowedOrigin = "HTTPS://API.Example.com:443/".parse().unwrap();
         assert_eq!(o.as_str(), "https://api.example.com");
         assert!(o.is_literal());
-        let o: OriginGrant = "http://127.0.0.1:9000".parse().unwrap();
+        let o: AllowedOrigin = "http://127.0.0.1:9000".parse().unwrap();
         assert_eq!(o.as_str(), "http://127.0.0.1:9000");
-        let o: OriginGrant = "http://[::1]:8080".parse().unwrap();
+        let o: AllowedOrigin = "http://[::1]:8080".parse().unwrap();
         assert_eq!(o.as_str(), "http://[::1]:8080");
-        let o: OriginGrant = "https://*.example.com".parse().unwrap();
+        let o: AllowedOrigin = "https://*.example.com".parse().unwrap();
         assert!(!o.is_literal());
         for bad in [
             "example.com",
@@ -380,7 +385,7 @@ mod tests {
             "https://-bad.example.com",
             "http://[::1",
         ] {
-            assert!(bad.parse::<OriginGrant>().is_err(), "{bad}");
+            assert!(bad.parse::<AllowedOrigin>().is_err(), "{bad}");
         }
     }
 
@@ -413,8 +418,8 @@ mod tests {
         ] {
             let swap = Origins::parse(&["https://api.example.com", outside]).unwrap();
             assert_eq!(
-                swap.first_outside(&operator).map(OriginGrant::as_str),
-                Some(outside.parse::<OriginGrant>().unwrap().as_str()),
+                swap.first_outside(&operator).map(AllowedOrigin::as_str),
+                Some(outside.parse::<AllowedOrigin>().unwrap().as_str()),
                 "{outside}"
             );
         }

@@ -9,9 +9,9 @@ use http_body_util::{BodyExt, Empty};
 use wasmtime_wasi_http::{Error, WasiHttpHooks};
 
 use super::grant::OutboundGrant;
-use super::hooks::{NO_GRANT, OutboundHooks};
 use super::options::OutboundOptions;
 use super::origins::{RequestHost, Scheme};
+use super::policy::{NO_GRANT, OutboundHooks};
 use super::report::{OutboundReport, Reporter};
 use crate::capabilities::capability::Probe;
 

@@ -1,6 +1,6 @@
 //! The `outbound` capability itself: `wasi:http/outgoing-handler` and `wasi:http/types` (WASI
 //! 0.2), linked through the room, each call with a fresh `wasi:http` context whose every request
-//! passes the plugin's policy ([`super::hooks`]).
+//! passes the plugin's policy ([`super::policy`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -10,8 +10,8 @@ use wasmtime_wasi_http::{WasiHttp, WasiHttpCtx, WasiHttpCtxView};
 
 use super::client::OutboundClient;
 use super::grant::OutboundGrant;
-use super::hooks::OutboundHooks;
 use super::options::OutboundOptions;
+use super::policy::OutboundHooks;
 use super::report::{OutboundReport, Reporter};
 use crate::capabilities::capability::{Call, Capability, HasRoom, Probe, Room};
 use crate::error::PluginError;

@@ -59,7 +59,7 @@ pub struct OutboundHooks {
 }
 
 /// A request the policy lets through: where it goes and under which grant.
-pub(super) struct Admitted {
+pub(super) struct Cleared {
     /// What is dialled, `scheme://host:port` (host lowercase, without a trailing dot): the
     /// per-origin bound's key and the logs' name for it.
     pub(super) origin: String,
@@ -74,7 +74,7 @@ impl OutboundHooks {
     pub(super) fn admit(
         &mut self,
         uri: &http::Uri,
-    ) -> Result<Admitted, (String, OutboundOutcome, &'static str)> {
+    ) -> Result<Cleared, (String, OutboundOutcome, &'static str)> {
         let shown = crate::output::sanitize(&origin_of(uri), 256);
         self.asked += 1;
         if self.options.deny_all {
@@ -121,7 +121,7 @@ impl OutboundHooks {
             Scheme::Https => 443,
         });
         match self.grant.origins.covering(scheme, &host, port) {
-            Some(grant) => Ok(Admitted {
+            Some(grant) => Ok(Cleared {
                 origin: dialled(scheme, &host, port),
                 label: grant.as_str().to_owned(),
                 literal: grant.is_literal(),
@@ -181,8 +181,8 @@ impl WasiHttpHooks for OutboundHooks {
         guest: Option<RequestOptions>,
         _response_error: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
-        let admitted = match self.admit(request.uri()) {
-            Ok(admitted) => admitted,
+        let cleared = match self.admit(request.uri()) {
+            Ok(cleared) => cleared,
             Err((origin, outcome, reason)) => {
                 self.reporter.refused(&origin, DENIED, outcome, reason);
                 return refuse(request, &self.options);
@@ -207,8 +207,8 @@ impl WasiHttpHooks for OutboundHooks {
         let Some(client) = self.grant.client.clone() else {
             // No client: every request is denied (conformance work), whatever the grants say.
             self.reporter.refused(
-                &admitted.origin,
-                &admitted.label,
+                &cleared.origin,
+                &cleared.label,
                 OutboundOutcome::Denied,
                 "every request is denied here",
             );
@@ -227,7 +227,7 @@ impl WasiHttpHooks for OutboundHooks {
             request.method(),
             uri.host().unwrap_or_default(),
             port,
-            &admitted.label,
+            &cleared.label,
         );
         trace::carry(&span, request.headers_mut());
         let in_span = span.clone();
@@ -238,8 +238,8 @@ impl WasiHttpHooks for OutboundHooks {
             async move {
             if client_link.is_gone() {
                 reporter.refused(
-                    &admitted.origin,
-                    &admitted.label,
+                    &cleared.origin,
+                    &cleared.label,
                     OutboundOutcome::Cancelled,
                     "the client went away",
                 );
@@ -252,8 +252,8 @@ impl WasiHttpHooks for OutboundHooks {
                 && length > options.max_request_bytes
             {
                 reporter.refused(
-                    &admitted.origin,
-                    &admitted.label,
+                    &cleared.origin,
+                    &cleared.label,
                     OutboundOutcome::TooLarge,
                     "request body over its cap",
                 );
@@ -261,20 +261,20 @@ impl WasiHttpHooks for OutboundHooks {
             }
             let slots = options
                 .slots
-                .of(&admitted.origin, options.max_connections_per_origin);
+                .of(&cleared.origin, options.max_connections_per_origin);
             let permit = match tokio::time::timeout(connect, slots.acquire_owned()).await {
                 Ok(Ok(permit)) => permit,
                 _ => {
                     reporter.refused(
-                        &admitted.origin,
-                        &admitted.label,
+                        &cleared.origin,
+                        &cleared.label,
                         OutboundOutcome::Denied,
                         "the origin's connection bound is reached",
                     );
                     return Err(Error::ConnectionLimitReached);
                 }
             };
-            let finish = reporter.start(&admitted.label);
+            let finish = reporter.start(&cleared.label);
             finish.traced(span);
             if guest_bounded {
                 finish.guest_bounded();
@@ -288,7 +288,7 @@ impl WasiHttpHooks for OutboundHooks {
             let headers_by = (connect + first_byte)
                 .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
             let sent = tokio::select! {
-                sent = tokio::time::timeout(headers_by, client.for_grant(admitted.literal).request(request)) => sent,
+                sent = tokio::time::timeout(headers_by, client.for_grant(cleared.literal).request(request)) => sent,
                 _ = client_link.left() => {
                     // Dropping the request closes its connection: the upstream sees it go.
                     finish.set_outcome(OutboundOutcome::Cancelled);
@@ -317,7 +317,7 @@ impl WasiHttpHooks for OutboundHooks {
                         tracing::warn!(
                             plugin = &*reporter.plugin,
                             request_id = reporter.request_id,
-                            origin = admitted.origin,
+                            origin = cleared.origin,
                             reason = "resolves only to addresses the grant does not cover",
                             "outbound request refused"
                         );
@@ -327,7 +327,7 @@ impl WasiHttpHooks for OutboundHooks {
                         tracing::warn!(
                             plugin = &*reporter.plugin,
                             request_id = reporter.request_id,
-                            origin = admitted.origin,
+                            origin = cleared.origin,
                             reason = "TLS: the server's certificate was not accepted (expired, \
                                       for another name, or its CA is not trusted: an internal \
                                       CA is named with --outbound-ca-file)",
