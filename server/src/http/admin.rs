@@ -1,7 +1,5 @@
 //! `POST /admin/plugin`: swap the served plugin without a restart (access: `super::access`).
 
-use std::sync::Arc;
-
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
@@ -12,20 +10,14 @@ use super::api::{
     GenerationBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal, SwapRequestBody,
     SwapStatus, SwappedBody,
 };
-use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
+use super::swap_route::SwapRoute;
 use turnstile_host::capabilities::outbound::Origins;
-use turnstile_host::swap::{SwapOutcome, SwapSettings, Trigger};
+use turnstile_host::swap::{SwapError, SwapOutcome, SwapSettings, Swapped, Trigger};
 use turnstile_host::{
     Generation, MAX_PLUGIN_CONFIG_ENTRIES, PluginSource, Sha256Hex, plugin_config, sanitize,
 };
-
-/// Largest `POST /admin/plugin` body, in bytes (a path, a digest and at most 64 settings).
-pub const MAX_ADMIN_BODY_BYTES: usize = 64 * 1024;
-
-/// Longest refusal message of either admin swap, in bytes, cut and escaped alike.
-pub const MAX_DETAIL_BYTES: usize = 1024;
 
 /// `POST /admin/plugin` body.
 #[derive(Debug, Deserialize)]
@@ -159,14 +151,22 @@ pub async fn swap_plugin(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<SwappedBody>, ApiError> {
-    require_json(&headers)?;
-    let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
-    let SwapOrder {
-        source,
-        trigger,
-        settings,
-    } = SwapOrder::parse(&body)?;
-    if let Some(config) = &settings.config
+    PLUGIN_SWAP.serve(&state, &headers, body).await
+}
+
+/// `/admin/plugin`, as a swap route.
+const PLUGIN_SWAP: SwapRoute<SwapOrder, SwapError, SwappedBody> = SwapRoute {
+    what: "plugin",
+    parse: checked_order,
+    swap: |swap, order| swap.swap(order.source, order.trigger, order.settings),
+    code: crate::swap_codes::plugin_swap_code,
+    answer: swapped_body,
+};
+
+/// The order of a body, its settings checked against the secrets' names.
+fn checked_order(state: &AppState, body: &[u8]) -> Result<SwapOrder, ApiError> {
+    let order = SwapOrder::parse(body)?;
+    if let Some(config) = &order.settings.config
         && let Some(name) = state.swap.secret_names().find(|n| config.contains_key(*n))
     {
         return Err(ApiError::invalid(
@@ -177,39 +177,25 @@ pub async fn swap_plugin(
             ),
         ));
     }
-    let swap = Arc::clone(&state.swap);
-    let outcome = tokio::task::spawn_blocking(move || swap.swap(source, trigger, settings))
-        .await
-        .map_err(|_| ApiError::Internal { request_id: 0 })?;
-    match outcome {
-        Ok(swapped) => {
-            let unchanged = swapped.outcome == SwapOutcome::Unchanged;
-            let body = |generation: &Generation| GenerationBody {
-                generation: generation.number,
-                name: generation.plugin.name().to_owned(),
-                sha256: generation.plugin.sha256().to_owned(),
-            };
-            let now = body(&swapped.generation);
-            Ok(Json(SwappedBody {
-                status: if unchanged {
-                    SwapStatus::Unchanged
-                } else {
-                    SwapStatus::Swapped
-                },
-                generation: now.generation,
-                name: now.name,
-                sha256: now.sha256,
-                previous: (!unchanged).then(|| body(&swapped.previous)),
-                swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
-                smoke_checks_passed: swapped.smoke.len(),
-            }))
-        }
-        Err(error) => {
-            tracing::warn!(code = crate::swap_codes::plugin_swap_code(&error), %error, "plugin swap refused; the current plugin keeps serving");
-            Err(ApiError::SwapFailed {
-                code: crate::swap_codes::plugin_swap_code(&error),
-                detail: sanitize(&error.to_string(), MAX_DETAIL_BYTES),
-            })
-        }
+    Ok(order)
+}
+
+/// What a plugin swap answers.
+fn swapped_body(swapped: &Swapped) -> SwappedBody {
+    let unchanged = swapped.outcome == SwapOutcome::Unchanged;
+    let body = |generation: &Generation| GenerationBody {
+        generation: generation.number,
+        name: generation.plugin.name().to_owned(),
+        sha256: generation.plugin.sha256().to_owned(),
+    };
+    let now = body(&swapped.generation);
+    SwappedBody {
+        status: SwapStatus::of(swapped.outcome),
+        generation: now.generation,
+        name: now.name,
+        sha256: now.sha256,
+        previous: (!unchanged).then(|| body(&swapped.previous)),
+        swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
+        smoke_checks_passed: swapped.smoke.len(),
     }
 }

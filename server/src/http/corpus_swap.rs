@@ -3,24 +3,22 @@
 //! ([`turnstile_host::swap::HotSwap::swap_corpus`]), on a blocking thread.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::Deserialize;
-use turnstile_host::swap::{SwapOutcome, Trigger};
+use turnstile_host::swap::{CorpusSwapError, SwapOutcome, Swapped, Trigger};
 use turnstile_host::{Generation, Sha256Hex, sanitize};
 
-use super::admin::{MAX_ADMIN_BODY_BYTES, MAX_DETAIL_BYTES};
 use super::api::{
     CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwappedBody, InternalBody, InvalidCode,
     InvalidRequestBody, SwapRefusal, SwapStatus,
 };
-use super::body::{read_body, require_json};
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
+use super::swap_route::SwapRoute;
 
 /// `POST /admin/corpus` body.
 #[derive(Debug, Deserialize)]
@@ -97,34 +95,28 @@ pub async fn swap_corpus(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<CorpusSwappedBody>, ApiError> {
-    require_json(&headers)?;
-    let body = read_body(body, MAX_ADMIN_BODY_BYTES, state.edge.body_timeout).await?;
-    let CorpusSwapOrder { path, trigger } = CorpusSwapOrder::parse(&body)?;
-    let swap = Arc::clone(&state.swap);
-    let outcome = tokio::task::spawn_blocking(move || swap.swap_corpus(Some(path), trigger))
-        .await
-        .map_err(|_| ApiError::Internal { request_id: 0 })?;
-    match outcome {
-        Ok(swapped) => Ok(Json(CorpusSwappedBody {
-            status: match swapped.outcome {
-                SwapOutcome::Swapped => SwapStatus::Swapped,
-                SwapOutcome::Unchanged => SwapStatus::Unchanged,
-            },
-            corpus: generation_body(&swapped.generation),
-            previous: (swapped.outcome == SwapOutcome::Swapped)
-                .then(|| generation_body(&swapped.previous)),
-            index: (swapped.outcome == SwapOutcome::Swapped)
-                .then_some(swapped.generation.corpus.index.origin),
-            swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
-            smoke_checks_passed: swapped.smoke.len(),
-        })),
-        Err(error) => {
-            tracing::warn!(code = crate::swap_codes::corpus_swap_code(&error), %error, "corpus swap refused; the current corpus keeps serving");
-            Err(ApiError::SwapFailed {
-                code: crate::swap_codes::corpus_swap_code(&error),
-                detail: sanitize(&error.to_string(), MAX_DETAIL_BYTES),
-            })
-        }
+    CORPUS_SWAP.serve(&state, &headers, body).await
+}
+
+/// `/admin/corpus`, as a swap route.
+const CORPUS_SWAP: SwapRoute<CorpusSwapOrder, CorpusSwapError, CorpusSwappedBody> = SwapRoute {
+    what: "corpus",
+    parse: |_, body| CorpusSwapOrder::parse(body),
+    swap: |swap, order| swap.swap_corpus(Some(order.path), order.trigger),
+    code: crate::swap_codes::corpus_swap_code,
+    answer: swapped_body,
+};
+
+/// What a corpus swap answers.
+fn swapped_body(swapped: &Swapped) -> CorpusSwappedBody {
+    let changed = swapped.outcome == SwapOutcome::Swapped;
+    CorpusSwappedBody {
+        status: SwapStatus::of(swapped.outcome),
+        corpus: generation_body(&swapped.generation),
+        previous: changed.then(|| generation_body(&swapped.previous)),
+        index: changed.then_some(swapped.generation.corpus.index.origin),
+        swap_ms: swapped.elapsed.as_secs_f64() * 1e3,
+        smoke_checks_passed: swapped.smoke.len(),
     }
 }
 

@@ -25,9 +25,9 @@ mod response_metrics;
 mod retrieve;
 mod routes;
 mod state;
+mod swap_route;
 
 pub use access::Access;
-pub use admin::MAX_ADMIN_BODY_BYTES;
 pub use body::DRAIN_BYTES;
 pub use error::ApiError;
 pub use hosts::{AllowedHosts, parse_allowed_host};
@@ -36,3 +36,4 @@ pub use request::{MAX_BODY_BYTES, MAX_QUESTION_CHARS, RetrieveRequest};
 pub use request_id::{MAX_REQUEST_ID_BYTES, REQUEST_ID_HEADER, RequestId};
 pub use routes::{app, openapi_json, routes};
 pub use state::{AppState, HealthPolicy, Policies};
+pub use swap_route::MAX_ADMIN_BODY_BYTES;
