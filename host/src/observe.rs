@@ -18,7 +18,8 @@ pub trait Observer: Send + Sync {
 }
 
 /// The host calls a plugin can make that are counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum HostCallKind {
     /// `session.open`.
     Open = 0,
@@ -39,7 +40,8 @@ pub enum HostCallKind {
 }
 
 /// How a host call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum HostCallOutcome {
     /// Answered.
     Ok = 0,
@@ -64,16 +66,7 @@ impl HostCallKind {
 
     /// The name (a metric label value).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Open => "open",
-            Self::Search => "search",
-            Self::Rank => "rank",
-            Self::Snippet => "snippet",
-            Self::Get => "get",
-            Self::Count => "count",
-            Self::Nearest => "nearest",
-            Self::Embed => "embed",
-        }
+        self.into()
     }
 }
 
@@ -83,10 +76,6 @@ impl HostCallOutcome {
 
     /// The name (a metric label value).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Error => "error",
-            Self::Timeout => "timeout",
-        }
+        self.into()
     }
 }

@@ -259,7 +259,8 @@ pub(super) const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
 ];
 
 /// How a plugin call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum CallOutcome {
     /// Sources served.
     Ok = 0,
@@ -281,11 +282,6 @@ pub(super) const CALL_OUTCOMES: [CallOutcome; 4] = [
 impl CallOutcome {
     /// The label value.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::PluginError => "plugin_error",
-            Self::Trap => "trap",
-            Self::Contract => "contract",
-        }
+        self.into()
     }
 }

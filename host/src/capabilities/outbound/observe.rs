@@ -66,7 +66,8 @@ pub struct OutboundEvent {
 }
 
 /// How an outbound request ended: a bounded set (a metric label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum OutboundOutcome {
     /// A response with a status below 400, its body read to the end (or dropped by the plugin).
     Ok,
@@ -112,19 +113,7 @@ impl OutboundOutcome {
 
     /// The name (a metric label value).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::ClientError => "client_error",
-            Self::RateLimited => "rate_limited",
-            Self::Unavailable => "unavailable",
-            Self::ServerError => "server_error",
-            Self::Denied => "denied",
-            Self::AddressRefused => "address_refused",
-            Self::Timeout => "timeout",
-            Self::TooLarge => "too_large",
-            Self::Error => "error",
-            Self::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     /// The outcome of a response with `status`.

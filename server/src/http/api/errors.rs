@@ -8,8 +8,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 /// Why a request was refused before any work; the code decides the status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum InvalidCode {
     /// 400: the body is not JSON.
     MalformedJson,
@@ -74,35 +75,14 @@ impl InvalidCode {
 
     /// The code as sent.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::MalformedJson => "malformed_json",
-            Self::UnreadableBody => "unreadable_body",
-            Self::BodyTimeout => "body_timeout",
-            Self::BodyTooLarge => "body_too_large",
-            Self::UnsupportedMediaType => "unsupported_media_type",
-            Self::NotAnObject => "not_an_object",
-            Self::MissingQuestion => "missing_question",
-            Self::InvalidQuestion => "invalid_question",
-            Self::BlankQuestion => "blank_question",
-            Self::QuestionTooLong => "question_too_long",
-            Self::InvalidLimit => "invalid_limit",
-            Self::UnknownField => "unknown_field",
-            Self::DuplicateField => "duplicate_field",
-            Self::InvalidSwapRequest => "invalid_swap_request",
-            Self::InvalidSha256 => "invalid_sha256",
-            Self::InvalidPluginConfig => "invalid_plugin_config",
-            Self::InvalidOutboundAllow => "invalid_outbound_allow",
-            Self::InvalidLastEventId => "invalid_last_event_id",
-            Self::InvalidFlow => "invalid_flow",
-            Self::NotFound => "not_found",
-            Self::MethodNotAllowed => "method_not_allowed",
-        }
+        self.into()
     }
 }
 
 /// Why an admin request was refused for where it came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ForbiddenCode {
     /// An `Origin` other than the server's own (a browser page elsewhere).
     CrossOrigin,
@@ -115,11 +95,7 @@ pub enum ForbiddenCode {
 impl ForbiddenCode {
     /// The code as sent.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CrossOrigin => "cross_origin",
-            Self::HostNotAllowed => "host_not_allowed",
-            Self::ProxiedWithoutToken => "proxied_without_token",
-        }
+        self.into()
     }
 }
 
@@ -173,8 +149,9 @@ pub enum RetrieveUnavailable {
 
 /// What the backend behind the plugin did: the first three are 503 `upstream_unavailable`,
 /// the others 502 `upstream_failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum UpstreamCode {
     /// 503: it answered 429: it is rate limiting.
     UpstreamRateLimited,
@@ -204,18 +181,7 @@ pub enum UpstreamCode {
 impl UpstreamCode {
     /// The code as sent.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::UpstreamRateLimited => "upstream_rate_limited",
-            Self::UpstreamUnavailable => "upstream_unavailable",
-            Self::UpstreamTimeout => "upstream_timeout",
-            Self::UpstreamAuthFailed => "upstream_auth_failed",
-            Self::UpstreamUnreachable => "upstream_unreachable",
-            Self::UpstreamRejected => "upstream_rejected",
-            Self::UpstreamError => "upstream_error",
-            Self::AnswerFailed => "answer_failed",
-            Self::EmbeddingsUnavailable => "embeddings_unavailable",
-            Self::EmbeddingsFailed => "embeddings_failed",
-        }
+        self.into()
     }
 }
 
@@ -313,8 +279,9 @@ impl ForbiddenBody {
 }
 
 /// The gate's refusals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RefusalStatus {
     /// 429: the wait queue is full.
     QueueFull,
@@ -327,11 +294,7 @@ pub enum RefusalStatus {
 impl RefusalStatus {
     /// The code as sent.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::QueueFull => "queue_full",
-            Self::WaitTimeout => "wait_timeout",
-            Self::GlobalUnavailable => "global_unavailable",
-        }
+        self.into()
     }
 }
 
