@@ -90,7 +90,7 @@ pub(crate) fn start(
             route,
         } = order;
         let started = std::time::Instant::now();
-        // The call's own span (traces only): its host calls are its events, its outbound
+        // The call's own span (traces only): its host calls are its figures, its outbound
         // requests its children.
         let call_span = tracing::info_span!(
             target: TRACE_TARGET,

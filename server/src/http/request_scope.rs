@@ -1,6 +1,7 @@
 //! What wraps every request, in order: its ids ([`super::request_id`]), its span
-//! ([`super::request_span`]; with traces on, its parent from a trusted `traceparent`), the handler, the `x-request-id` of its response, its count
-//! ([`super::response_metrics`]) and its access-log line ([`super::access_log`]). Every response
+//! ([`super::request_span`]; with traces on, its parent from a trusted `traceparent`), the
+//! handler, the `x-request-id` of its response, its count ([`super::response_metrics`]) and its
+//! access-log line ([`super::access_log`]). Every response
 //! leaves here with its `x-request-id`.
 
 use std::net::SocketAddr;
