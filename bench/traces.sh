@@ -4,7 +4,8 @@
 # driven by wrk (bench/wrk-load.sh) at CONCURRENCY connections for SECONDS a round; ROUNDS rounds
 # alternating off, on, off, on, … (a fresh server each), the "on" server exporting every span to
 # a local OTLP receiver (tests/otlp/receiver.py, in the tests' venv) with the default batching.
-# Prints each round's JSON line, then the medians and on/off. With COLLECTOR=unreachable the "on"
+# Prints each round's JSON line (with the server's CPU per request, from /proc/PID/stat), then the
+# medians and on/off. With COLLECTOR=unreachable the "on"
 # server exports to a closed port instead: every span is still made, queued, batched and its
 # export tried, but no receiver shares the machine's cores — turnstile's own share of the cost.
 #
@@ -40,9 +41,14 @@ round() {  # round off|on
   for _ in $(seq 600); do curl -fs "127.0.0.1:$p/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
   # A warm-up, then the measured run.
   "$REPO/bench/wrk-load.sh" "http://127.0.0.1:$p/retrieve" - "$CONC" 3 >/dev/null
-  local line; line="$("$REPO/bench/wrk-load.sh" "http://127.0.0.1:$p/retrieve" - "$CONC" "$SECS")"
+  # The server's CPU over the measured run (user + system clock ticks), per request.
+  local before after line
+  before="$(awk '{print $14 + $15}' "/proc/$pid/stat")"
+  line="$("$REPO/bench/wrk-load.sh" "http://127.0.0.1:$p/retrieve" - "$CONC" "$SECS")"
+  after="$(awk '{print $14 + $15}' "/proc/$pid/stat")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  echo "{\"tracing\": \"$1\", \"run\": $line}"
+  local cpu; cpu="$(python3 -c "import json,os,sys; r=json.loads(sys.argv[1]); print(round(($after-$before)/os.sysconf('SC_CLK_TCK')*1e6/max(r['requests'],1),1))" "$line")"
+  echo "{\"tracing\": \"$1\", \"cpu_us_per_request\": $cpu, \"run\": $line}"
 }
 
 for i in $(seq "$ROUNDS"); do
@@ -55,7 +61,9 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 med = {m: statistics.median(r["run"]["rps"] for r in rows if r["tracing"] == m) for m in ("off", "on")}
 p99 = {m: statistics.median(r["run"]["p99_ms"] for r in rows if r["tracing"] == m) for m in ("off", "on")}
-print(json.dumps({"rps_median": med, "p99_ms_median": p99,
+cpu = {m: statistics.median(r["cpu_us_per_request"] for r in rows if r["tracing"] == m) for m in ("off", "on")}
+print(json.dumps({"rps_median": med, "p99_ms_median": p99, "cpu_us_per_request_median": cpu,
+                  "cpu_cost_percent": round(100 * (cpu["on"] / cpu["off"] - 1), 1),
                   "on_over_off": round(med["on"] / med["off"], 3),
                   "cost_percent": round(100 * (1 - med["on"] / med["off"]), 1)}))
 PYEOF
