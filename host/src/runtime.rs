@@ -90,12 +90,12 @@ impl RuntimeOptions {
 
     /// A conformance runtime (`turnstile check`, a swap candidate's smoke checks, the start's
     /// settings check): one instance at a time, not pooled, every call stopped or abandoned at
-    /// `deadline`, and every outbound request denied: a check sends nothing to a backend (a
-    /// model call costs money and time); the grants are listed, and the denial of what no grant
-    /// covers is proven.
+    /// `deadline`, and each capability's options as it wants them for conformance work (the
+    /// outbound capability denies every request: a check sends nothing to a backend — a model
+    /// call costs money and time —, lists the grants and proves the denial of what no grant
+    /// covers).
     pub fn conformance(deadline: std::time::Duration, capabilities: CapabilityOptions) -> Self {
-        let mut capabilities = capabilities;
-        capabilities.outbound = capabilities.outbound.for_conformance();
+        let capabilities = capabilities.for_conformance();
         Self {
             max_instances: 1,
             pooling: false,

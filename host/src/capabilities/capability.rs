@@ -55,6 +55,12 @@ pub trait Capability: Sized + 'static {
     /// it buffered, and says what the call used.
     fn finish(state: &mut Self::State, call: &Call) -> Self::Report;
 
+    /// Its options for conformance work (`turnstile check`, a swap's smoke checks), made from
+    /// the serving ones: by default the same.
+    fn for_conformance(options: &Self::Options) -> Self::Options {
+        options.clone()
+    }
+
     /// Its checks in `turnstile check` (and a swap's smoke checks): what it promises, checked
     /// over what every probe call of the suite used (`used`, absorbed call after call).
     fn probes(options: &Self::Options, grant: &Self::Grant, used: &Self::Report) -> Vec<Probe> {

@@ -36,6 +36,15 @@ macro_rules! capabilities {
             $($(#[$doc])* pub $field: <$capability as Capability>::Options,)+
         }
 
+        impl CapabilityOptions {
+            /// Every capability's options for conformance work.
+            pub fn for_conformance(&self) -> Self {
+                Self {
+                    $($field: <$capability>::for_conformance(&self.$field),)+
+                }
+            }
+        }
+
         /// What one plugin is granted, capability by capability (made once, when it is loaded).
         #[derive(Clone)]
         pub(crate) struct Grants {

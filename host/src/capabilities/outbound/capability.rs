@@ -84,6 +84,11 @@ impl Capability for Outbound {
         }))
     }
 
+    /// Every request denied, and none counted: conformance work sends nothing to a backend.
+    fn for_conformance(options: &OutboundOptions) -> OutboundOptions {
+        options.clone().for_conformance()
+    }
+
     fn state(options: &OutboundOptions, grant: &Arc<OutboundGrant>, call: &Call) -> OutboundState {
         OutboundState {
             ctx: WasiHttpCtx::new(),
