@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use turnstile_tools::drive::ServerChild;
 
-use crate::support::{binary, cache_dir, eventually};
+use crate::support::{binary, cache_dir, child_metrics, eventually, series_value};
 
 /// Far more log than a pipe (64 KiB) and the buffer (64 lines) hold: about 500 bytes per
 /// access line.
@@ -113,17 +113,8 @@ async fn retrieve(client: &reqwest::Client, child: &ServerChild) -> (u16, Value)
 /// `turnstile_log_lines_dropped_total` from the child's `/metrics`.
 async fn dropped_lines(client: &reqwest::Client, child: &ServerChild) -> u64 {
     eventually("turnstile_log_lines_dropped_total in /metrics", || async {
-        let text = client
-            .get(child.url("/metrics"))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .text()
-            .await
-            .map_err(|e| e.to_string())?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("turnstile_log_lines_dropped_total "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
+        let text = child_metrics(client, child).await?;
+        series_value(&text, "turnstile_log_lines_dropped_total")
             .map(|v| v as u64)
             .ok_or_else(|| "no such series".to_owned())
     })

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use turnstile_fixtures as components;
 
 use crate::support::upstream::Upstream;
-use crate::support::{TestServer, logged, serve_child, stop_child};
+use crate::support::{TestServer, child_metrics, logged, serve_child, stop_child};
 
 const QUESTION: &str = "how do I parse a json string";
 
@@ -173,14 +173,7 @@ async fn answers_refusals_state_metrics_and_a_secret_that_shows_nowhere() {
     assert_eq!(state["outbound"]["granted"], json!([origin]), "{state}");
     assert_eq!(state["outbound"]["secrets"], json!(["api_key"]), "{state}");
     assert_eq!(state["outbound"]["in_flight"], json!({}), "{state}");
-    let metrics = client
-        .get(child.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = child_metrics(&client, &child).await.unwrap();
     seen.push_str(&metrics);
     for (outcome, n) in [
         ("ok", 2),

@@ -14,7 +14,7 @@ use turnstile_fixtures as components;
 use turnstile_tools::drive::ServerChild;
 
 use crate::support::upstream::Upstream;
-use crate::support::{binary, cache_dir, eventually, stop_child};
+use crate::support::{binary, cache_dir, child_metrics, eventually, series_value, stop_child};
 
 /// The client's trace: its id and the span the request is a child of.
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -243,23 +243,13 @@ async fn a_slow_collector_never_holds_a_request_and_its_spans_are_counted() {
         assert_eq!(response.status(), 200);
     }
     let metrics = eventually("dropped and failed spans counted", || async {
-        let text = client
-            .get(child.url("/metrics"))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .text()
-            .await
-            .map_err(|e| e.to_string())?;
+        let text = child_metrics(&client, &child).await?;
         let count = |outcome: &str| {
-            text.lines()
-                .find(|l| {
-                    l.starts_with(&format!(
-                        "turnstile_trace_spans_total{{outcome=\"{outcome}\"}}"
-                    ))
-                })
-                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .unwrap_or(0.0)
+            series_value(
+                &text,
+                &format!("turnstile_trace_spans_total{{outcome=\"{outcome}\"}}"),
+            )
+            .unwrap_or(0.0)
         };
         if count("dropped") > 0.0 && count("failed") > 0.0 {
             Ok(text)

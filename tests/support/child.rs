@@ -41,6 +41,29 @@ pub async fn child_retrieve(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// A child's `/metrics` scrape (a failure in words, for [`eventually`]).
+pub async fn child_metrics(
+    client: &reqwest::Client,
+    child: &ServerChild,
+) -> Result<String, String> {
+    client
+        .get(child.url("/metrics"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .text()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The value of `series` (its name and labels, as a scrape writes them) in `scrape`.
+pub fn series_value(scrape: &str, series: &str) -> Option<f64> {
+    scrape
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+}
+
 /// Waits until a child has logged `needle`.
 pub async fn logged(child: &ServerChild, needle: &str) {
     eventually(&format!("{needle:?} in the log"), || async {

@@ -13,7 +13,9 @@ mod wait;
 
 pub use app::TestApp;
 pub use bodies::{ids, statuses};
-pub use child::{child_retrieve, child_state_when, logged, serve_child, stop_child};
+pub use child::{
+    child_metrics, child_retrieve, child_state_when, logged, series_value, serve_child, stop_child,
+};
 pub use files::{binary, cache_dir, hybrid_plugin, lexical_plugin, sha256_of};
 pub use load::{args, try_load};
 pub use server::{TestServer, delay_server, impatient_client};

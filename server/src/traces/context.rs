@@ -53,7 +53,8 @@ impl TraceIntake {
 /// The trace id of `span` (32 hex digits), if it is in a trace.
 pub fn trace_id(span: &tracing::Span) -> Option<String> {
     let context = span.context();
-    let span_context = context.span().span_context().clone();
+    let span = context.span();
+    let span_context = span.span_context();
     span_context
         .is_valid()
         .then(|| span_context.trace_id().to_string())
