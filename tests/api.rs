@@ -157,6 +157,69 @@ async fn the_guarded_routes_are_documented_and_guarded_alike() {
     app.stop().await;
 }
 
+/// Every route that reads a body documents what reading it answers — 400, 408, 413 and 415, in
+/// the route's error shape — and does as documented: a body one byte over the bound the 413 names
+/// is refused 413, one of exactly the bound is not, and a body not declared JSON is refused 415.
+/// Routes that read no body document none of these.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_body_answers_are_documented_where_a_body_is_read_and_given_as_documented() {
+    let app = TestApp::load(&[]).await;
+    let document = app.get_json("/openapi.json").await;
+    let mut reading = Vec::new();
+    for (method, path, _) in ROUTES {
+        let operation = &document["paths"][path][method.to_lowercase()];
+        let responses = &operation["responses"];
+        if operation.get("requestBody").is_none() {
+            for status in ["408", "413", "415"] {
+                assert!(
+                    responses.get(status).is_none(),
+                    "{method} {path} reads no body but documents {status}"
+                );
+            }
+            continue;
+        }
+        let schema = |status: &str| {
+            responses[status]["content"]["application/json"]["schema"]["$ref"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path}: no {status} documented"))
+                .to_owned()
+        };
+        let shape = schema("413");
+        for status in ["400", "408", "415"] {
+            assert_eq!(schema(status), shape, "{method} {path}: {status}'s shape");
+        }
+        let description = responses["413"]["description"].as_str().unwrap();
+        let (n, unit) = description
+            .strip_prefix("Body over ")
+            .and_then(|d| d.split_once(' '))
+            .unwrap_or_else(|| panic!("{method} {path}: 413 says {description}"));
+        let unit = match unit {
+            "KiB" => 1024,
+            "MiB" => 1 << 20,
+            other => panic!("{method} {path}: a bound in {other}"),
+        };
+        let bound = n.parse::<usize>().unwrap() * unit;
+        reading.push(path);
+
+        let json = [("content-type", "application/json")];
+        let (status, body) = app.post(path, &json, vec![b' '; bound + 1]).await;
+        assert_eq!(status, 413, "{method} {path}, {} bytes: {body}", bound + 1);
+        let (status, body) = app.post(path, &json, vec![b' '; bound]).await;
+        assert!(
+            status != 413 && status < 500,
+            "{method} {path}, {bound} bytes: {status} {body}"
+        );
+        let text = [("content-type", "text/plain")];
+        let (status, body) = app.post(path, &text, "{}").await;
+        assert_eq!(status, 415, "{method} {path}: {body}");
+    }
+    assert_eq!(
+        reading,
+        ["/retrieve", "/v1/chat/completions", "/admin/plugin", "/admin/corpus"]
+    );
+    app.stop().await;
+}
+
 /// Schemathesis against a real server (`tests/schemathesis/run.sh`; `tests/setup.sh` installs
 /// it): no 5xx, every response as the document says, every schema-valid request answered.
 #[test]

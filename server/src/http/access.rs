@@ -17,16 +17,12 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use utoipa::ToSchema;
-use utoipa::openapi::content::ContentBuilder;
-use utoipa::openapi::path::{Operation, PathItem};
-use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::{Ref, RefOr, Response as DocumentedResponse, Schema};
 use utoipa_axum::router::UtoipaMethodRouter;
 
 use super::api::{ForbiddenBody, ForbiddenCode, UnauthorizedBody};
 use super::error::ApiError;
 use super::hosts::is_loopback_host;
+use super::openapi::{answer, operations, with_schemas};
 use super::state::AppState;
 
 /// Who may call a route. The route table gives each route one; the router layers [`guard`]
@@ -71,41 +67,6 @@ impl Access {
         }
         with_schemas::<ForbiddenBody>(schemas);
     }
-}
-
-/// Every operation of a path.
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
-    [
-        &mut item.get,
-        &mut item.put,
-        &mut item.post,
-        &mut item.delete,
-        &mut item.options,
-        &mut item.head,
-        &mut item.patch,
-        &mut item.trace,
-    ]
-    .into_iter()
-    .flatten()
-}
-
-/// A JSON answer of body `T`, described as `description`.
-fn answer<T: ToSchema>(description: &str) -> RefOr<DocumentedResponse> {
-    let content = ContentBuilder::new()
-        .schema(Some(Ref::from_schema_name(T::name())))
-        .build();
-    RefOr::T(
-        ResponseBuilder::new()
-            .description(description)
-            .content("application/json", content)
-            .build(),
-    )
-}
-
-/// `T`'s schema and those it refers to, added to `schemas`.
-fn with_schemas<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-    schemas.push((T::name().into_owned(), T::schema()));
-    T::schemas(schemas);
 }
 
 /// Lets a request through only if it is addressed to an allowed `Host` (every route), and, on a

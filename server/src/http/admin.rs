@@ -7,8 +7,8 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 
 use super::api::{
-    GenerationBody, InternalBody, InvalidCode, InvalidRequestBody, SwapRefusal, SwapRequestBody,
-    SwapStatus, SwappedBody,
+    GenerationBody, InternalBody, InvalidCode, SwapRefusal, SwapRequestBody, SwapStatus,
+    SwappedBody,
 };
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
@@ -138,10 +138,6 @@ impl SwapOrder {
     request_body(content = SwapRequestBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Installed: the new generation serves new requests", body = SwappedBody),
-        (status = 400, description = "Not readable", body = InvalidRequestBody),
-        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
-        (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
-        (status = 415, description = "Not application/json", body = InvalidRequestBody),
         (status = 422, description = "A bad request, or a refused candidate (the old plugin keeps serving)", body = SwapRefusal),
         (status = 500, description = "The swap's worker failed", body = InternalBody),
     )

@@ -14,7 +14,7 @@ use turnstile_host::{Generation, Sha256Hex, sanitize};
 
 use super::api::{
     CorpusGenerationBody, CorpusSwapRequestBody, CorpusSwappedBody, InternalBody, InvalidCode,
-    InvalidRequestBody, SwapRefusal, SwapStatus,
+    SwapRefusal, SwapStatus,
 };
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
@@ -82,10 +82,6 @@ impl CorpusSwapOrder {
     request_body(content = CorpusSwapRequestBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Installed (or unchanged): the corpus serving new requests", body = CorpusSwappedBody),
-        (status = 400, description = "Not readable", body = InvalidRequestBody),
-        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
-        (status = 413, description = "Body over 64 KiB", body = InvalidRequestBody),
-        (status = 415, description = "Not application/json", body = InvalidRequestBody),
         (status = 422, description = "A bad request, or a refused candidate (the old corpus keeps serving): path_not_allowed, corpus_unreadable, corpus_too_large, corpus_memory, invalid_corpus, sha256_mismatch, sha256_required, corpus_unavailable, smoke_failed, timeout, swap_conflict, swap_busy", body = SwapRefusal),
         (status = 500, description = "The swap's worker failed", body = InternalBody),
     )

@@ -9,7 +9,11 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::http::header;
 use axum::response::IntoResponse;
-use utoipa::OpenApi;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::{Ref, RefOr, Response as DocumentedResponse, Schema};
+use utoipa::{OpenApi, ToSchema};
 
 /// The document's frame: everything but the paths and their schemas.
 #[derive(OpenApi)]
@@ -40,4 +44,39 @@ pub async fn openapi(Extension(document): Extension<ApiDocument>) -> impl IntoRe
         [(header::CONTENT_TYPE, "application/json")],
         document.0.to_string(),
     )
+}
+
+/// Every operation of a path.
+pub(super) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// A JSON answer of body `T`, described as `description`.
+pub(super) fn answer<T: ToSchema>(description: &str) -> RefOr<DocumentedResponse> {
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(T::name())))
+        .build();
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content("application/json", content)
+            .build(),
+    )
+}
+
+/// `T`'s schema and those it refers to, added to `schemas`.
+pub(super) fn with_schemas<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
 }

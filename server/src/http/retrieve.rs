@@ -29,10 +29,6 @@ use turnstile_host::ClientLink;
     request_body(content = RetrieveRequestBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Sources, best first", body = RetrieveResponse),
-        (status = 400, description = "Not JSON, or unreadable", body = InvalidRequestBody),
-        (status = 408, description = "The body did not arrive in time", body = InvalidRequestBody),
-        (status = 413, description = "Body over 8 KiB", body = InvalidRequestBody),
-        (status = 415, description = "Not application/json", body = InvalidRequestBody),
         (status = 422, description = "JSON of the wrong shape", body = InvalidRequestBody),
         (status = 429, description = "The wait queue is full", body = RefusalBody,
          headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),

@@ -3,7 +3,8 @@
 //! schemas of the bodies it names), which `utoipa-axum` registers with the router and the
 //! document together. Access is router layering: every route of a rule stricter than
 //! [`Access::Public`] sits under [`guard`], and its entry gets the 401 and 403 `guard` answers
-//! from the same rule ([`Access::document`]).
+//! from the same rule ([`Access::document`]); its body rule adds the 400, 408, 413 and 415 that
+//! reading a body answers ([`BodyRule::document`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -15,28 +16,49 @@ use utoipa_axum::routes;
 
 use super::access::{Access, guard};
 use super::api::InvalidCode;
+use super::body::BodyRule;
+use super::chat::request::MAX_CHAT_BODY_BYTES;
 use super::error::ApiError;
 use super::openapi::{ApiDocument, ApiFrame};
+use super::request::MAX_BODY_BYTES;
 use super::request_scope::{RequestScope, request_scope};
 use super::state::AppState;
+use super::swap_route::MAX_ADMIN_BODY_BYTES;
 use super::{admin, chat, corpus_swap, health, live, openapi, operator, retrieve};
 
-/// The route table: each handler with who may call it.
-fn table() -> [(Access, UtoipaMethodRouter<AppState>); 13] {
+/// The route table: each handler with who may call it and what it reads of a body.
+fn table() -> [(Access, BodyRule, UtoipaMethodRouter<AppState>); 13] {
+    use BodyRule::{Json, OpenAiJson, Unread};
     [
-        (Access::Public, routes!(retrieve::retrieve)),
-        (Access::Public, routes!(chat::completions::completions)),
-        (Access::Public, routes!(chat::models::models)),
-        (Access::Public, routes!(health::healthz)),
-        (Access::Public, routes!(health::readyz)),
-        (Access::Public, routes!(openapi::openapi)),
-        (Access::Public, routes!(live::page::root)),
-        (Access::Operator, routes!(operator::state)),
-        (Access::Operator, routes!(operator::metrics)),
-        (Access::Operator, routes!(live::page::dashboard)),
-        (Access::Operator, routes!(live::stream::events)),
-        (Access::Admin, routes!(admin::swap_plugin)),
-        (Access::Admin, routes!(corpus_swap::swap_corpus)),
+        (
+            Access::Public,
+            Json(MAX_BODY_BYTES),
+            routes!(retrieve::retrieve),
+        ),
+        (
+            Access::Public,
+            OpenAiJson(MAX_CHAT_BODY_BYTES),
+            routes!(chat::completions::completions),
+        ),
+        (Access::Public, Unread, routes!(chat::models::models)),
+        (Access::Public, Unread, routes!(health::healthz)),
+        (Access::Public, Unread, routes!(health::readyz)),
+        (Access::Public, Unread, routes!(openapi::openapi)),
+        (Access::Public, Unread, routes!(live::page::root)),
+        (Access::Operator, Unread, routes!(operator::state)),
+        (Access::Operator, Unread, routes!(operator::metrics)),
+        (Access::Operator, Unread, routes!(live::page::dashboard)),
+        (Access::Operator, Unread, routes!(live::stream::events)),
+        (
+            Access::Admin,
+            Json(MAX_ADMIN_BODY_BYTES),
+            routes!(admin::swap_plugin),
+        ),
+        (
+            Access::Admin,
+            Json(MAX_ADMIN_BODY_BYTES),
+            routes!(corpus_swap::swap_corpus),
+        ),
     ]
 }
 
@@ -45,8 +67,9 @@ fn build(
     layer: impl Fn(Access, OpenApiRouter<AppState>) -> OpenApiRouter<AppState>,
 ) -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let mut groups: BTreeMap<Access, OpenApiRouter<AppState>> = BTreeMap::new();
-    for (access, mut route) in table() {
+    for (access, body, mut route) in table() {
         access.document(&mut route);
+        body.document(&mut route);
         let group = groups.remove(&access).unwrap_or_default();
         groups.insert(access, group.routes(route));
     }
