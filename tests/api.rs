@@ -215,7 +215,12 @@ async fn the_body_answers_are_documented_where_a_body_is_read_and_given_as_docum
     }
     assert_eq!(
         reading,
-        ["/retrieve", "/v1/chat/completions", "/admin/plugin", "/admin/corpus"]
+        [
+            "/retrieve",
+            "/v1/chat/completions",
+            "/admin/plugin",
+            "/admin/corpus"
+        ]
     );
     app.stop().await;
 }

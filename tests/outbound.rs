@@ -74,7 +74,8 @@ fn rag(
     if let Some(key) = api_key {
         config.insert("api_key".to_owned(), key.to_owned());
     }
-    let provision = Provision::new(pool(), config).with_outbound(Origins::parse(granted).unwrap());
+    let provision = Provision::new(pool(), config)
+        .with(|given| given.outbound.origins = Origins::parse(granted).unwrap());
     Plugin::load(
         runtime,
         &PluginSource::File(components::RAG.into()),
@@ -466,9 +467,9 @@ fn a_bound_credential_is_not_readable_by_the_plugin() {
             ("names".to_owned(), names.to_owned()),
         ]);
         let provision = Provision::new(pool(), config)
-            .with_outbound(Origins::parse(&[origin]).unwrap())
+            .with(|given| given.outbound.origins = Origins::parse(&[origin]).unwrap())
             .with_secrets(std::sync::Arc::new(secrets.clone()))
-            .with_credentials(std::sync::Arc::new(credentials.clone()));
+            .with(|given| given.outbound.credentials = std::sync::Arc::new(credentials.clone()));
         let plugin = Plugin::load(
             &runtime,
             &PluginSource::File(components::HOSTILE.into()),
@@ -550,8 +551,8 @@ fn a_uri_with_a_user_is_refused() {
         ),
         ("count".to_owned(), "1".to_owned()),
     ]);
-    let provision =
-        Provision::new(pool(), config).with_outbound(Origins::parse(&[upstream.origin()]).unwrap());
+    let provision = Provision::new(pool(), config)
+        .with(|given| given.outbound.origins = Origins::parse(&[upstream.origin()]).unwrap());
     let plugin = Plugin::load(
         &runtime,
         &PluginSource::File(components::FETCH.into()),

@@ -51,7 +51,8 @@ fn rag_py(runtime: &PluginRuntime, upstream: &str, model: &str, granted: &[&str]
         ("upstream".to_owned(), upstream.to_owned()),
         ("model".to_owned(), model.to_owned()),
     ]);
-    let provision = Provision::new(pool(), config).with_outbound(Origins::parse(granted).unwrap());
+    let provision = Provision::new(pool(), config)
+        .with(|given| given.outbound.origins = Origins::parse(granted).unwrap());
     Plugin::load(
         runtime,
         &PluginSource::File(components::RAG_PY.into()),

@@ -55,8 +55,8 @@ fn plugin(runtime: &PluginRuntime, pool: &CorpusPool, origin: &str, count: u32) 
         ("url".to_owned(), format!("{origin}/ping")),
         ("count".to_owned(), count.to_string()),
     ]);
-    let given =
-        Provision::new(pool.clone(), config).with_outbound(Origins::parse(&[origin]).unwrap());
+    let given = Provision::new(pool.clone(), config)
+        .with(|given| given.outbound.origins = Origins::parse(&[origin]).unwrap());
     let source = PluginSource::File(turnstile_fixtures::FETCH.into());
     Arc::new(Plugin::load(runtime, &source, given).unwrap())
 }

@@ -1,17 +1,14 @@
 //! The flags of what the operator gives a plugin (the `cli` feature): one group, flattened into
 //! every command that loads plugins (`serve`, `check`, `eval`) — its settings
-//! (`--plugin-config`), its secrets (`--plugin-secret`) and each capability's flags (outbound:
-//! [`OutboundArgs`]) — read once into what the host needs ([`PluginSettings`]), every file and
+//! (`--plugin-config`), its secrets (`--plugin-secret`) and each capability's flags
+//! ([`CapabilityArgs`]) — read once into what the host needs ([`PluginSettings`]), every file and
 //! variable read and every value checked, each error naming its flag.
 
 use std::sync::Arc;
 
 use clap::Args;
 
-use crate::capabilities::outbound::{
-    CredentialError, Credentials, OriginError, Origins, OutboundArgs, OutboundOptions, TrustError,
-    TrustedRoots,
-};
+use crate::capabilities::{CapabilityArgs, CapabilityOptions, FlagError};
 use crate::plugin_config::{PluginConfig, PluginConfigError, parse_config_entry, plugin_config};
 use crate::provision::PluginGiven;
 use crate::secrets::{SecretError, SecretSource, Secrets, parse_secret_arg};
@@ -29,20 +26,22 @@ pub struct PluginArgs {
     #[arg(long = "plugin-secret", value_name = "NAME=env:VAR|NAME=file:PATH", value_parser = parse_secret)]
     pub plugin_secret: Vec<(String, SecretSource)>,
 
-    /// Outbound HTTP: the origins granted, the credentials the host adds, the bounds.
+    /// Each capability's flags (outbound HTTP: the origins granted, the credentials the host
+    /// adds, the bounds).
     #[command(flatten)]
-    pub outbound: OutboundArgs,
+    pub capabilities: CapabilityArgs,
 }
 
-/// What the flags give: what every plugin of the command is given, and the runtime's outbound
-/// bounds.
+/// What the flags give: what every plugin of the command is given, and the capabilities'
+/// options for the runtime.
 #[derive(Debug, Clone)]
 pub struct PluginSettings {
-    /// The settings, secrets, origins and credentials of the plugin (and of a swap's candidate,
-    /// unless the swap names its own).
+    /// The settings, secrets and capabilities' gifts (origins, credentials) of the plugin (and
+    /// of a swap's candidate, unless the swap names its own).
     pub given: PluginGiven,
-    /// The host's bounds on outbound requests, with the CAs trusted.
-    pub outbound: OutboundOptions,
+    /// The capabilities' options their flags set (the bounds on outbound requests, with the CAs
+    /// trusted); the others' defaults.
+    pub capabilities: CapabilityOptions,
 }
 
 /// A plugin flag that cannot be used: its flag, and why (never a secret's value).
@@ -57,15 +56,9 @@ pub enum PluginArgsError {
     /// A secret named as a setting is.
     #[error("--plugin-secret {0}: a --plugin-config setting has that name too")]
     SecretShadowsSetting(String),
-    /// `--outbound-allow`.
-    #[error("--outbound-allow: {0}")]
-    Origins(#[from] OriginError),
-    /// `--outbound-ca-file`.
-    #[error("--outbound-ca-file: {0}")]
-    TrustedRoots(#[from] TrustError),
-    /// `--outbound-bearer` / `--outbound-header`.
-    #[error("--outbound-bearer/--outbound-header: {0}")]
-    Credentials(#[from] CredentialError),
+    /// A capability's flag (the message names it).
+    #[error(transparent)]
+    Capability(#[from] FlagError),
 }
 
 impl PluginArgs {
@@ -88,20 +81,14 @@ impl PluginArgs {
         if let Some(name) = secrets.names().find(|n| config.contains_key(*n)) {
             return Err(PluginArgsError::SecretShadowsSetting(name.to_owned()));
         }
-        let outbound = Origins::parse(&self.outbound.outbound_allow)?;
-        let trusted = TrustedRoots::load(&self.outbound.outbound_ca_file)?;
-        let credentials = Credentials::load(&self.outbound.credentials(), env)?;
-        let mut reached = self.outbound.outbound_allow.clone();
-        reached.extend(also_reached.iter().cloned());
-        credentials.check_granted(&Origins::parse(&reached)?)?;
+        let (gifts, capabilities) = self.capabilities.read(env, also_reached)?;
         Ok(PluginSettings {
             given: PluginGiven {
                 config,
-                outbound,
                 secrets: Arc::new(secrets),
-                credentials: Arc::new(credentials),
+                capabilities: gifts,
             },
-            outbound: self.outbound.options(trusted),
+            capabilities,
         })
     }
 }

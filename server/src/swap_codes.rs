@@ -17,7 +17,7 @@ pub fn plugin_swap_code(error: &SwapError) -> &'static str {
         SwapError::SmokeFailed { .. } => "smoke_failed",
         SwapError::Conflict { .. } => "swap_conflict",
         SwapError::Busy => "swap_busy",
-        SwapError::GrantWidened(_) => "outbound_not_granted",
+        SwapError::GrantWidened(widened) => widened.code,
     }
 }
 

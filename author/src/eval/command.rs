@@ -9,7 +9,6 @@ use super::questions::{Question, read_questions};
 use super::report::{Latency, PluginReport, QuestionAnswer, Report, text};
 use super::score::{Means, Scores};
 use turnstile_host::cache::Cache;
-use turnstile_host::capabilities::outbound::OutboundOptions;
 use turnstile_host::{
     CapabilityOptions, Plugin, PluginError, PluginRuntime, PluginSource, Provision, RuntimeOptions,
 };
@@ -74,18 +73,15 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
 /// The runtime plugins are evaluated on: one instance at a time, the serving defaults (the
 /// default memory cap, no call deadline), with the precompiled cache in `precompiled` (`None`: compiled every time).
 pub fn runtime(precompiled: Option<PathBuf>) -> Result<PluginRuntime, PluginError> {
-    runtime_bounded(precompiled, OutboundOptions::default())
+    runtime_bounded(precompiled, CapabilityOptions::default())
 }
 
-/// The same, its outbound requests under `outbound` (the flags' bounds and trusted CAs).
+/// The same, its capabilities under `capabilities` (their flags' options: the outbound bounds
+/// and trusted CAs).
 pub fn runtime_bounded(
     precompiled: Option<PathBuf>,
-    outbound: OutboundOptions,
+    capabilities: CapabilityOptions,
 ) -> Result<PluginRuntime, PluginError> {
-    let capabilities = CapabilityOptions {
-        outbound,
-        ..CapabilityOptions::default()
-    };
     PluginRuntime::new(RuntimeOptions::evaluation(capabilities).with_cache(precompiled))
 }
 
@@ -103,7 +99,7 @@ pub fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let corpus = read_corpus(args.corpus.as_deref())?;
     let sha256 = turnstile_host::sha256_hex(&corpus.jsonl);
     let index = CorpusIndex::open_or_build_hashed(&corpus, sha256, &cache.index_dir(), &model)?;
-    let runtime = runtime_bounded(cache.plugins_dir(), settings.outbound.clone())?;
+    let runtime = runtime_bounded(cache.plugins_dir(), settings.capabilities.clone())?;
     let mut plugins = vec![match &args.plugin {
         Some(path) => PluginSource::File(path.clone()),
         None => PluginSource::Embedded,

@@ -2,17 +2,31 @@
 //! backend (a model server, a vector database) reports in, so the server asks one question of a
 //! call ("did a backend turn work away, or fail it?") whatever capability met it: a load signal
 //! (429, 503, no answer in time: the adaptive limit backs off, the client gets 503) or a failure
-//! that is no sign of load (401/403, unreachable, another 4xx or 5xx: 502).
+//! that is no sign of load (401/403, unreachable, another 4xx or 5xx: 502) — and what the call's
+//! work with its backends was (requests, time, which backend), for its timings, access line and
+//! metrics.
 
 use std::time::Duration;
 
-/// What one call's backends said (the last word of each kind).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The label of a call whose requests reached more than one backend.
+pub const SEVERAL_BACKENDS: &str = "(several)";
+
+/// What one call's backends said (the last word of each kind), and the call's work with them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Backend {
     /// The last signal that a backend is past its capacity, if any.
     pub signal: Option<UpstreamSignal>,
     /// The last failure that was no load signal, if any.
     pub failure: Option<FailureKind>,
+    /// Requests sent to backends.
+    pub requests: u32,
+    /// Requests refused before they were sent (no grant, a per-call bound).
+    pub denied: u32,
+    /// Their time, from each request to the end of its response, added up.
+    pub elapsed: Duration,
+    /// The backend the requests reached, as the operator named it (an outbound grant), or
+    /// [`SEVERAL_BACKENDS`]; `None` when none was sent. A label: a set the operator chose.
+    pub reached: Option<String>,
 }
 
 impl Backend {
@@ -21,11 +35,19 @@ impl Backend {
         self.signal.is_some() || self.failure.is_some()
     }
 
-    /// This, with what `later` said over it.
+    /// This, with what `later` said over it and its work added.
     pub fn then(self, later: Self) -> Self {
+        let reached = match (self.reached, later.reached) {
+            (Some(a), Some(b)) if a != b => Some(SEVERAL_BACKENDS.to_owned()),
+            (a, b) => b.or(a),
+        };
         Self {
             signal: later.signal.or(self.signal),
             failure: later.failure.or(self.failure),
+            requests: self.requests.saturating_add(later.requests),
+            denied: self.denied.saturating_add(later.denied),
+            elapsed: self.elapsed + later.elapsed,
+            reached,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What a host capability is: one room that owns everything about one thing a plugin can reach —
 //! its settings for the whole runtime ([`Capability::Options`], with defaults), what one plugin
-//! is given ([`Capability::Grant`], decided once when the plugin is loaded), what one call holds
+//! is granted ([`Capability::Grant`], decided once when the plugin is loaded, from what the
+//! operator gave it: the [`Provision`], with the capability's own [`super::Gift`]), what one call holds
 //! ([`Capability::State`], in the call's store, dropped with it), its linker registration, what
 //! it reports after each call ([`Capability::Report`]) and its conformance probes.
 //!
@@ -30,7 +31,7 @@ pub trait Capability: Sized + 'static {
 
     /// Its settings for the whole runtime (every plugin of the engine), with defaults.
     type Options: Clone + Default + std::fmt::Debug + Send + Sync;
-    /// What one plugin is given: made once from the runtime's options and what the operator
+    /// What one plugin is granted: made once from the runtime's options and what the operator
     /// provisioned the plugin with; shared by all its calls.
     type Grant: Clone + Send + Sync;
     /// What one call holds. It lives in the call's store and is dropped with it, whatever the

@@ -11,6 +11,10 @@ mod config;
 pub mod conversation;
 mod corpus;
 mod embeddings;
+#[cfg(feature = "cli")]
+mod flags;
+mod gift;
+mod gifts;
 mod host_calls;
 mod host_state;
 mod limits;
@@ -19,11 +23,15 @@ pub mod outbound;
 mod wasi;
 
 pub use answer::{AnswerReport, MAX_ANSWER_BYTES};
-pub use backend::{Backend, FailureKind, SignalKind, UpstreamSignal};
+pub use backend::{Backend, FailureKind, SEVERAL_BACKENDS, SignalKind, UpstreamSignal};
 pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
 pub use conversation::Conversation;
 pub use corpus::MAX_OPEN_SESSIONS;
 pub use embeddings::{MAX_EMBED_TEXT_BYTES, MAX_EMBED_TEXTS};
+#[cfg(feature = "cli")]
+pub use flags::{CapabilityArgs, CapabilityFlags, FlagError};
+pub use gift::{Gift, Widened};
+pub use gifts::{CapabilityGiven, CapabilityNarrowing};
 pub use host_calls::HostCalls;
 pub use host_state::{CapabilityOptions, HostState, Reports, interfaces};
 pub(crate) use host_state::{Grants, limiter, link, probes};

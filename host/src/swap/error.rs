@@ -5,6 +5,7 @@ use turnstile_corpus::CorpusError;
 
 use super::bounds::{MAX_CANDIDATES_CHECKED, MAX_RETIRED_CORPORA};
 use super::roots::Confinement;
+use crate::capabilities::Widened;
 use crate::{PluginError, Sha256Hex};
 
 /// Why a candidate was refused.
@@ -57,12 +58,10 @@ pub enum SwapError {
         /// The corpus generation serving now.
         corpus: u64,
     },
-    /// The swap named an outbound origin the operator did not grant: a swap may narrow the
-    /// grants, never widen them. Nothing was read.
-    #[error(
-        "outbound_allow: {0} is not within the operator's grants (--outbound-allow); a swap may narrow them, never widen them"
-    )]
-    GrantWidened(String),
+    /// The swap asked a capability for more than the operator gave (an origin not granted): a
+    /// swap may narrow what was given, never widen it. Nothing was read.
+    #[error(transparent)]
+    GrantWidened(Widened),
     /// [`MAX_CANDIDATES_CHECKED`] candidates are being checked already.
     #[error(
         "{MAX_CANDIDATES_CHECKED} candidates are being checked already; send the swap again when one is done"

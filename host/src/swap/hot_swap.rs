@@ -8,7 +8,7 @@ use super::bounds::MAX_CANDIDATES_CHECKED;
 use super::error::SwapOutcome;
 use super::observer::SwapObserver;
 use super::roots::SwapRoots;
-use crate::capabilities::outbound::Origins;
+use crate::capabilities::CapabilityNarrowing;
 use crate::conformance::Check;
 use crate::{
     Generation, PluginConfig, PluginGiven, PluginRuntime, PluginSlot, PluginSource, RuntimeOptions,
@@ -97,8 +97,9 @@ pub struct Swapped {
 pub struct SwapSettings {
     /// The candidate's settings.
     pub config: Option<PluginConfig>,
-    /// The candidate's outbound grants.
-    pub outbound: Option<Origins>,
+    /// What each capability gives the candidate instead of the operator's gifts (fewer
+    /// origins, …).
+    pub capabilities: CapabilityNarrowing,
 }
 
 /// What a swap needs, shared by `serve`, SIGHUP, `/admin/plugin` and `/admin/corpus`.
@@ -200,11 +201,6 @@ impl HotSwap {
     /// The names of the secrets every plugin is given (a swap's settings may not use them).
     pub fn secret_names(&self) -> impl Iterator<Item = &str> {
         self.defaults.secrets.names()
-    }
-
-    /// The origins a plugin swapped in without grants of its own gets.
-    pub fn default_outbound(&self) -> &Origins {
-        &self.defaults.outbound
     }
 
     /// The slot swaps install into.

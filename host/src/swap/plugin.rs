@@ -59,19 +59,13 @@ impl HotSwap {
             .map_err(|pinned| SwapError::PinRequired { pinned })?;
         let expected_sha256 = expected.as_ref();
         let defaults = &self.defaults;
-        // A swap may narrow the operator's grants, never widen them: every origin it names must
+        // A swap may narrow what a capability gave, never widen it: every origin it names must
         // be within one the operator granted (the credentials and secrets go nowhere else).
-        if let Some(outside) = settings
-            .outbound
-            .as_ref()
-            .and_then(|origins| origins.first_outside(&defaults.outbound))
-        {
-            return Err(SwapError::GrantWidened(outside.to_string()));
-        }
+        let capabilities = defaults
+            .capabilities
+            .narrowed(&settings.capabilities)
+            .map_err(SwapError::GrantWidened)?;
         let config = settings.config.unwrap_or_else(|| defaults.config.clone());
-        let outbound = settings
-            .outbound
-            .unwrap_or_else(|| defaults.outbound.clone());
         // The candidate gets its own pool over the same index, so its smoke checks count only
         // its own sessions, not those of the traffic the current generation serves meanwhile;
         // a sibling of the current one, sharing the corpus already loaded in memory.
@@ -119,7 +113,7 @@ impl HotSwap {
         let serving = previous.plugin.provision();
         if actual == previous.plugin.sha256()
             && *serving.config == config
-            && serving.outbound == outbound
+            && serving.capabilities == capabilities
         {
             // What serves already: no generation is made (a reload of an unchanged file, or a
             // swap to the plugin serving). Under a pin, it was just checked against the pin.
@@ -141,7 +135,7 @@ impl HotSwap {
             pool,
             &PluginGiven {
                 config,
-                outbound,
+                capabilities,
                 ..defaults.clone()
             },
         );

@@ -13,6 +13,7 @@ use super::api::{
 use super::error::{ApiError, MAX_QUOTED_BYTES};
 use super::state::AppState;
 use super::swap_route::SwapRoute;
+use turnstile_host::capabilities::CapabilityNarrowing;
 use turnstile_host::capabilities::outbound::Origins;
 use turnstile_host::swap::{SwapError, SwapOutcome, SwapSettings, Swapped, Trigger};
 use turnstile_host::{
@@ -125,7 +126,10 @@ impl SwapOrder {
         Ok(Self {
             source: PluginSource::File(request.path.into()),
             trigger: Trigger::Admin { sha256: expected },
-            settings: SwapSettings { config, outbound },
+            settings: SwapSettings {
+                config,
+                capabilities: CapabilityNarrowing { outbound },
+            },
         })
     }
 }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use turnstile_corpus::metadata::Link;
 use turnstile_host::capabilities::answer::{AnswerSink, FinishReason};
-use turnstile_host::capabilities::outbound::OutboundReport;
-use turnstile_host::capabilities::{AnswerReport, Conversation};
+use turnstile_host::capabilities::{AnswerReport, Backend, Conversation};
 use turnstile_host::{
     Asked, CallInput, CallStats, ClientLink, Generation, Plugin, PluginError, Source,
 };
@@ -56,8 +55,8 @@ pub(crate) struct Answered {
     pub answer: AnswerReport,
     /// The plugin call's own time.
     pub execution_ms: f64,
-    /// The call's outbound requests.
-    pub outbound: OutboundReport,
+    /// What its backends said, and its work with them.
+    pub backend: Backend,
 }
 
 /// Starts an admitted request's plugin call on a blocking worker, which owns the leases: they
@@ -131,21 +130,20 @@ pub(crate) fn start(
         let took = started.elapsed();
         let execution_ms = millis(took);
         admitted.worked(took);
-        let outbound = &stats.used.outbound;
-        if outbound.requests > 0 {
-            // The span carries the call's outbound work, for every line logged in it from here.
+        let backend = stats.used.backend();
+        if backend.requests > 0 {
+            // The span carries the call's work with its backends, for every line logged in it
+            // from here.
             let span = tracing::Span::current();
-            span.record("outbound_requests", outbound.requests);
-            span.record("outbound_ms", millis(outbound.elapsed));
+            span.record("outbound_requests", backend.requests);
+            span.record("outbound_ms", millis(backend.elapsed));
         }
         let failed = result.is_err() || stats.used.answer.finish == Some(FinishReason::Failed);
         let embeddings_busy = result
             .as_ref()
             .err()
             .and_then(PluginError::embeddings_failure);
-        if failed
-            && (stats.used.backend().signal.is_some()
-                || embeddings_busy.is_some_and(|e| e.is_transient()))
+        if failed && (backend.signal.is_some() || embeddings_busy.is_some_and(|e| e.is_transient()))
         {
             // The call failed because its backend (or the embedding server) turned work away: the
             // adaptive limit backs off
@@ -200,7 +198,6 @@ pub(crate) fn settle(
         execution_ms,
     } = finished;
     let backend = stats.used.backend();
-    let outbound = stats.used.outbound;
     match result {
         Ok(sources) => {
             let sources: Vec<SourceBody> = sources
@@ -209,7 +206,7 @@ pub(crate) fn settle(
                 .map(|(source, link)| SourceBody::of(source, link))
                 .collect();
             if stats.used.answer.finish == Some(FinishReason::Failed) {
-                let error = ApiError::upstream(backend, request_id, Some(sources));
+                let error = ApiError::upstream(backend.clone(), request_id, Some(sources));
                 tracing::warn!(
                     plugin = plugin.name(),
                     upstream = error_code(&error),
@@ -222,7 +219,7 @@ pub(crate) fn settle(
                 sources,
                 answer: stats.used.answer,
                 execution_ms,
-                outbound,
+                backend,
             })
         }
         Err(error) => {

@@ -43,7 +43,9 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
             granted: generation
                 .plugin
                 .provision()
+                .capabilities
                 .outbound
+                .origins
                 .iter()
                 .map(|o| o.as_str().to_owned())
                 .collect(),
@@ -57,6 +59,8 @@ pub async fn state(State(state): State<AppState>) -> Json<StateBody> {
             credentials: generation
                 .plugin
                 .provision()
+                .capabilities
+                .outbound
                 .credentials
                 .described()
                 .collect(),

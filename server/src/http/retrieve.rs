@@ -75,21 +75,21 @@ pub async fn retrieve(
     lease_watch.disarm();
     client_guard.disarm();
     let ran = call::settle(joined, &generation.plugin, id.number)?;
-    let outbound = &ran.outbound;
-    let outbound_ms = millis(outbound.elapsed);
-    let made_requests = outbound.requests > 0;
+    let backend = &ran.backend;
+    let backend_ms = millis(backend.elapsed);
+    let made_requests = backend.requests > 0;
     Ok((
         Extension(Served {
             generation: generation.number,
             corpus_generation: generation.corpus.number,
             queue_ms,
             execution_ms: ran.execution_ms,
-            outbound_requests: outbound.requests,
-            outbound_ms,
+            outbound_requests: backend.requests,
+            outbound_ms: backend_ms,
         }),
         Json(RetrieveResponse {
             status: CompletedStatus::Completed,
-            answer_status: AnswerStatus::of(&ran.answer, outbound),
+            answer_status: AnswerStatus::of(&ran.answer, backend),
             sources: ran.sources,
             plugin: PluginBody::of(&generation),
             corpus: CorpusRefBody::of(&generation),
@@ -98,8 +98,8 @@ pub async fn retrieve(
             timing: Timing {
                 queue_ms,
                 execution_ms: ran.execution_ms,
-                outbound_requests: made_requests.then_some(outbound.requests),
-                outbound_ms: made_requests.then_some(outbound_ms),
+                outbound_requests: made_requests.then_some(backend.requests),
+                outbound_ms: made_requests.then_some(backend_ms),
             },
         }),
     ))

@@ -12,8 +12,8 @@ use turnstile_host::cache::Cache;
 use turnstile_host::capabilities::outbound::{Credentials, Observed, Origins};
 use turnstile_host::swap::{CorpusOptions, HotSwap, Runtimes, SwapObserver, SwapRoots};
 use turnstile_host::{
-    CapabilityOptions, Observer, Plugin, PluginError, PluginRuntime, PluginSlot, PluginSource,
-    Provision, RetrieveError, RuntimeOptions,
+    Observer, Plugin, PluginError, PluginRuntime, PluginSlot, PluginSource, Provision,
+    RetrieveError, RuntimeOptions,
 };
 
 use super::args::ServeArgs;
@@ -36,7 +36,8 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         .given
         .read(&|var| std::env::var(var).ok(), &embeddings_origin)?;
     let given = &settings.given;
-    let trusted_roots = &settings.outbound.trusted_roots;
+    let outbound = &given.capabilities.outbound;
+    let trusted_roots = &settings.capabilities.outbound.trusted_roots;
     if !trusted_roots.is_empty() {
         tracing::info!(
             files = ?trusted_roots.files(),
@@ -62,7 +63,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         })
         .context("loading the plugin");
     }
-    let model = embedding_model(args, &given.credentials)?;
+    let model = embedding_model(args, &outbound.credentials)?;
     let index = open_corpus_index(args, &cache, &model)?;
     if let Some(expected) = &args.corpus_sha256
         && index.sha256 != expected.as_str()
@@ -82,17 +83,16 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<AppState> {
         passages_embedded = index.embedded.map(|e| e.embedded),
         passages_reused = index.embedded.map(|e| e.reused), "corpus index ready"
     );
-    let mut capabilities = CapabilityOptions::default();
+    let mut capabilities = settings.capabilities.clone();
     capabilities.limits.memory_limit = args.memory.memory_limit_mib as usize * 1024 * 1024;
-    capabilities.outbound = settings.outbound.clone();
     capabilities.outbound.observer = Observed(Some(Arc::clone(&metrics) as _));
-    if !given.outbound.is_empty() {
-        let granted: Vec<&str> = given.outbound.iter().map(|o| o.as_str()).collect();
+    if !outbound.origins.is_empty() {
+        let granted: Vec<&str> = outbound.origins.iter().map(|o| o.as_str()).collect();
         let named: Vec<&str> = given.secrets.names().collect();
-        let bound: Vec<String> = given.credentials.described().collect();
+        let bound: Vec<String> = outbound.credentials.described().collect();
         tracing::info!(origins = ?granted, secrets = ?named, credentials = ?bound, "outbound HTTP granted");
     }
-    for warning in settings_outside_grants(&given.config, &given.outbound) {
+    for warning in settings_outside_grants(&given.config, &outbound.origins) {
         tracing::warn!("{warning}");
     }
     let runtime = PluginRuntime::new(

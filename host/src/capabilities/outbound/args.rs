@@ -9,15 +9,22 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::credentials::{CredentialSpec, parse_bearer_arg, parse_header_arg};
+use std::sync::Arc;
+
+use super::capability::Outbound;
+use super::credentials::{
+    CredentialError, CredentialSpec, Credentials, parse_bearer_arg, parse_header_arg,
+};
+use super::given::OutboundGiven;
 use super::options::{
     DEFAULT_BETWEEN_BYTES_TIMEOUT, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_ORIGIN, DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_REQUESTS_PER_CALL, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT,
     OutboundOptions,
 };
-use super::origins::AllowedOrigin;
-use super::trust::TrustedRoots;
+use super::origins::{AllowedOrigin, OriginError, Origins};
+use super::trust::{TrustError, TrustedRoots};
+use crate::capabilities::CapabilityFlags;
 
 /// The outbound flags.
 #[derive(Debug, Clone, Args)]
@@ -133,6 +140,46 @@ impl OutboundArgs {
 }
 
 /// A duration as the flags give it, in milliseconds.
+/// An outbound flag that cannot be used: its flag, and why (never a credential's value).
+#[derive(Debug, thiserror::Error)]
+pub enum OutboundArgsError {
+    /// `--outbound-allow`.
+    #[error("--outbound-allow: {0}")]
+    Origins(#[from] OriginError),
+    /// `--outbound-ca-file`.
+    #[error("--outbound-ca-file: {0}")]
+    TrustedRoots(#[from] TrustError),
+    /// `--outbound-bearer` / `--outbound-header`.
+    #[error("--outbound-bearer/--outbound-header: {0}")]
+    Credentials(#[from] CredentialError),
+}
+
+impl CapabilityFlags for Outbound {
+    type Args = OutboundArgs;
+    type Given = OutboundGiven;
+    type Error = OutboundArgsError;
+
+    /// The origins granted, the credentials read (each bound to a granted origin or to one the
+    /// host reaches itself), the CA files read, and the bounds.
+    fn read(
+        args: &OutboundArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+        also_reached: &[String],
+    ) -> Result<(OutboundGiven, OutboundOptions), OutboundArgsError> {
+        let origins = Origins::parse(&args.outbound_allow)?;
+        let trusted = TrustedRoots::load(&args.outbound_ca_file)?;
+        let credentials = Credentials::load(&args.credentials(), env)?;
+        let mut reached = args.outbound_allow.clone();
+        reached.extend(also_reached.iter().cloned());
+        credentials.check_granted(&Origins::parse(&reached)?)?;
+        let given = OutboundGiven {
+            origins,
+            credentials: Arc::new(credentials),
+        };
+        Ok((given, args.options(trusted)))
+    }
+}
+
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

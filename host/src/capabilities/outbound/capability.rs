@@ -62,7 +62,8 @@ impl Capability for Outbound {
         options: &OutboundOptions,
         given: &Provision,
     ) -> Result<Arc<OutboundGrant>, PluginError> {
-        let origins = given.outbound.clone();
+        let given = &given.capabilities.outbound;
+        let origins = given.origins.clone();
         let client = if origins.is_empty() || options.deny_all {
             None
         } else {

@@ -15,6 +15,7 @@ mod body;
 mod capability;
 mod client;
 mod credentials;
+mod given;
 mod grant;
 mod lookups;
 mod observe;
@@ -29,12 +30,13 @@ mod trust;
 
 pub use address::{AddressRefused, is_public};
 #[cfg(feature = "cli")]
-pub use args::{OutboundArgs, parse_origin};
+pub use args::{OutboundArgs, OutboundArgsError, parse_origin};
 pub use capability::{Outbound, OutboundState};
 pub use credentials::{
     CredentialError, CredentialSpec, Credentials, MAX_CREDENTIALS, parse_bearer_arg,
     parse_header_arg,
 };
+pub use given::OutboundGiven;
 pub use grant::OutboundGrant;
 pub use observe::{Observed, OutboundEvent, OutboundObserver, OutboundOutcome};
 pub use options::{

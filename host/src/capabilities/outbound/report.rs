@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::observe::{OutboundEvent, OutboundObserver, OutboundOutcome};
-use crate::capabilities::backend::{Backend, FailureKind, SignalKind, UpstreamSignal};
+use crate::capabilities::backend::{
+    Backend, FailureKind, SEVERAL_BACKENDS, SignalKind, UpstreamSignal,
+};
 use crate::capabilities::capability::Report;
 
 /// Longest `Retry-After` taken from an upstream, in seconds (a larger one is cut to it).
@@ -39,13 +41,17 @@ pub struct OutboundReport {
 }
 
 /// The origin label of a call whose requests went through more than one grant.
-pub const SEVERAL_ORIGINS: &str = "(several)";
+pub const SEVERAL_ORIGINS: &str = SEVERAL_BACKENDS;
 
 impl Report for OutboundReport {
     fn backend(&self) -> Backend {
         Backend {
             signal: self.signal,
             failure: self.failure,
+            requests: self.requests,
+            denied: self.denied,
+            elapsed: self.elapsed,
+            reached: self.origin.clone(),
         }
     }
 

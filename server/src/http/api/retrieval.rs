@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use turnstile_corpus::metadata::{Fields, Link};
 use turnstile_host::capabilities::AnswerReport;
+use turnstile_host::capabilities::Backend;
 use turnstile_host::capabilities::answer::FinishReason;
-use turnstile_host::capabilities::outbound::OutboundReport;
 use turnstile_host::{Generation, Source};
 use utoipa::ToSchema;
 
@@ -72,13 +72,13 @@ pub enum AnswerStatus {
 
 impl AnswerStatus {
     /// The status of a call's answer, if the call made one or asked a backend for one.
-    pub fn of(answer: &AnswerReport, outbound: &OutboundReport) -> Option<Self> {
+    pub fn of(answer: &AnswerReport, backend: &Backend) -> Option<Self> {
         match (&answer.text, answer.finish) {
             (Some(_), Some(FinishReason::Length)) => Some(Self::Truncated),
             (Some(_), Some(FinishReason::ContentFilter)) => Some(Self::Filtered),
             (Some(_), _) => Some(Self::Answered),
-            (None, _) if outbound.requests > 0 => Some(Self::NotAnswered),
-            (None, _) if outbound.denied > 0 => Some(Self::Denied),
+            (None, _) if backend.requests > 0 => Some(Self::NotAnswered),
+            (None, _) if backend.denied > 0 => Some(Self::Denied),
             (None, _) => None,
         }
     }

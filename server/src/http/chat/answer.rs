@@ -5,8 +5,8 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use turnstile_host::capabilities::AnswerReport;
+use turnstile_host::capabilities::Backend;
 use turnstile_host::capabilities::answer::FinishReason;
-use turnstile_host::capabilities::outbound::OutboundReport;
 
 use crate::http::api::{FinishReasonBody, SourceBody, UsageBody};
 use crate::metrics::Metrics;
@@ -98,11 +98,12 @@ pub(super) fn usage_of(answer: &AnswerReport) -> Option<UsageBody> {
     })
 }
 
-/// Counts the model's tokens by the origin the call asked (`(none)` when it sent nothing).
-pub(super) fn count_tokens(metrics: &Metrics, answer: &AnswerReport, outbound: &OutboundReport) {
+/// Counts the model's tokens by the backend the call asked (its origin; `(none)` when it sent
+/// nothing).
+pub(super) fn count_tokens(metrics: &Metrics, answer: &AnswerReport, backend: &Backend) {
     if let Some(usage) = answer.usage {
         metrics.tokens(
-            outbound.origin.as_deref().unwrap_or("(none)"),
+            backend.reached.as_deref().unwrap_or("(none)"),
             u64::from(usage.prompt_tokens),
             u64::from(usage.completion_tokens),
         );

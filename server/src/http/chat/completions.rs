@@ -133,15 +133,14 @@ async fn answer(
     lease_watch.disarm();
     client_guard.disarm();
     let ran = call::settle(joined, &generation.plugin, request_id)?;
-    count_tokens(&state.metrics, &ran.answer, &ran.outbound);
-    let outbound_ms = millis(ran.outbound.elapsed);
+    count_tokens(&state.metrics, &ran.answer, &ran.backend);
     let served = Served {
         generation: generation.number,
         corpus_generation: generation.corpus.number,
         queue_ms,
         execution_ms: ran.execution_ms,
-        outbound_requests: ran.outbound.requests,
-        outbound_ms,
+        outbound_requests: ran.backend.requests,
+        outbound_ms: millis(ran.backend.elapsed),
     };
     let (content, finish_reason) = content_of(&ran.answer, &ran.sources);
     let body = ChatCompletionBody {

@@ -267,11 +267,11 @@ impl Streaming {
         }
         if let Ok(finished) = &joined {
             self.execution_ms = Some(finished.execution_ms);
-            self.outbound_requests = finished.stats.used.outbound.requests;
+            self.outbound_requests = finished.stats.used.backend().requests;
         }
         let request_id = self.completion.request_id;
         let ran = call::settle(joined, &self.generation.plugin, request_id)?;
-        count_tokens(&self.state.metrics, &ran.answer, &ran.outbound);
+        count_tokens(&self.state.metrics, &ran.answer, &ran.backend);
         let ids: Vec<String> = ran.sources.iter().map(|s| s.id().to_owned()).collect();
         if self.sources_sent.as_ref() != Some(&ids) {
             self.send_sources(ran.sources.clone());
