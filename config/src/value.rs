@@ -2,7 +2,8 @@
 //! setting accepts, whichever layer the value came from. The invariant: the message says what is
 //! wrong in the setting's terms (never clap's "unexpected argument" for a value that looks like
 //! a flag, never the flag's name again, which the problem's origin gives), and never echoes the
-//! value of a secret.
+//! value of a secret, nor the user part of a URL (`redis://:password@host`,
+//! `https://user:key@host`): a credential written into a URL by mistake.
 
 use std::ffi::{OsStr, OsString};
 
@@ -119,9 +120,23 @@ fn message(error: &clap::Error, arg: &Arg, value: &OsStr) -> String {
     };
     if secret && !raw.is_empty() {
         text.replace(raw.as_ref(), "***")
+    } else if let Some(user) = user_part(&raw).filter(|u| !u.is_empty()) {
+        // Wherever it shows, in the value quoted and in the parser's reason (anchored on its
+        // `@`, so a short user part does not replace letters elsewhere).
+        text.replace(&format!("{user}@"), "[user]@")
     } else {
         text
     }
+}
+
+/// The user part of a URL in `value` (`user:password` of `scheme://user:password@host/…`), if
+/// it has one.
+fn user_part(value: &str) -> Option<&str> {
+    let start = value.find("://")? + 3;
+    let authority = &value[start..];
+    let end = authority.find(['/', '?', '#']).unwrap_or(authority.len());
+    let at = authority[..end].rfind('@')?;
+    Some(&authority[..at])
 }
 
 #[cfg(test)]
@@ -166,6 +181,30 @@ mod tests {
         assert_eq!(check(&switch, OsStr::new("false")), Ok(()));
         let refused = check(&switch, OsStr::new("maybe")).unwrap_err();
         assert!(refused.contains("maybe"), "{refused}");
+    }
+
+    #[test]
+    fn the_user_part_of_a_url_is_never_echoed() {
+        let url = Arg::new("redis_url")
+            .long("redis-url")
+            .value_parser(|v: &str| -> Result<String, String> { Err(format!("{v} is refused")) });
+        for given in [
+            "redis://:hunter2-pass@127.0.0.1:6379/0",
+            "https://user:hunter2-pass@api.example.com/v1",
+        ] {
+            let refused = check(&url, OsStr::new(given)).unwrap_err();
+            assert!(!refused.contains("hunter2"), "{refused}");
+            assert!(refused.contains("[user]@"), "{refused}");
+        }
+        // A one-letter user part is replaced where it is a user part only.
+        let refused = check(&url, OsStr::new("https://a@api.example.com")).unwrap_err();
+        assert!(
+            refused.starts_with("invalid value 'https://[user]@api"),
+            "{refused}"
+        );
+        // A URL without one is quoted whole.
+        let refused = check(&url, OsStr::new("redis://127.0.0.1:1")).unwrap_err();
+        assert!(refused.contains("'redis://127.0.0.1:1'"), "{refused}");
     }
 
     #[test]

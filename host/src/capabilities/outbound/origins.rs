@@ -95,7 +95,7 @@ impl std::str::FromStr for AllowedOrigin {
     type Err = OriginError;
 
     fn from_str(given: &str) -> Result<Self, OriginError> {
-        let shown = || given.chars().take(MAX_ORIGIN_BYTES).collect::<String>();
+        let shown = || shown(given);
         if given.len() > MAX_ORIGIN_BYTES {
             return Err(OriginError::Malformed(shown()));
         }
@@ -111,6 +111,21 @@ impl std::str::FromStr for AllowedOrigin {
         let host = parse_host(host).ok_or_else(|| OriginError::BadHost(shown()))?;
         let port = port.unwrap_or(scheme.default_port());
         Ok(Self::new(scheme, host, port))
+    }
+}
+
+/// `given` as an error may quote it: at most [`MAX_ORIGIN_BYTES`], and never a user part — an
+/// origin written with `user:password@` is quoted as `[user]@` and the rest, so a credential
+/// put in a grant by mistake is not echoed in the error (a start-up message, a swap's refusal).
+fn shown(given: &str) -> String {
+    let text: String = given.chars().take(MAX_ORIGIN_BYTES).collect();
+    let start = text.find("://").map_or(0, |i| i + 3);
+    let end = text[start..]
+        .find(['/', '?', '#'])
+        .map_or(text.len(), |i| start + i);
+    match text[start..end].rfind('@') {
+        Some(at) => format!("{}[user]@{}", &text[..start], &text[start + at + 1..]),
+        None => text,
     }
 }
 
@@ -387,6 +402,32 @@ mod tests {
         ] {
             assert!(bad.parse::<AllowedOrigin>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_origin_with_a_user_part_is_refused_without_quoting_it() {
+        for given in [
+            "https://user:s3cret-token@api.example.com",
+            "https://s3cret-token@api.example.com/v1",
+            "s3cret-token@api.example.com",
+            "http://user:s3cret-token@[::1]:8080",
+        ] {
+            let error = given.parse::<AllowedOrigin>().unwrap_err().to_string();
+            assert!(!error.contains("s3cret"), "{given}: {error}");
+            assert!(error.contains("[user]@"), "{given}: {error}");
+            assert!(
+                error.contains("api.example.com") || error.contains("[::1]"),
+                "{error}"
+            );
+        }
+        // Without a user part, the value is quoted as given.
+        let error = "https://example.com/path"
+            .parse::<AllowedOrigin>()
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("https://example.com/path"),
+            "{error}"
+        );
     }
 
     #[test]
