@@ -93,6 +93,11 @@ async fn a_request_is_one_trace_from_its_client_to_the_upstream() {
     let receiver = Upstream::otlp_receiver();
     let upstream = Upstream::traced(Duration::from_millis(20), receiver.origin());
     let child = traced_child("traced", receiver.origin(), upstream.origin(), &[]).await;
+    // Probes and scrapes first: never traced.
+    for probe in ["/healthz", "/readyz", "/metrics"] {
+        let answered = reqwest::get(child.url(probe)).await.unwrap();
+        assert_eq!(answered.status(), 200, "{probe}");
+    }
     let response = reqwest::Client::new()
         .post(child.url("/retrieve"))
         .header("traceparent", format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"))
@@ -108,6 +113,21 @@ async fn a_request_is_one_trace_from_its_client_to_the_upstream() {
     let edge = named(&spans, "POST /retrieve");
     let wait = named(&spans, "gate.wait");
     let call = named(&spans, "plugin.call");
+    // Exported in the order they ended: the probes' spans, had they been made, would be here.
+    let routes: Vec<Value> = receiver
+        .spans()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["attributes"]["http.route"].clone())
+        .collect();
+    for probe in ["/healthz", "/readyz", "/metrics"] {
+        assert!(
+            !routes.contains(&json!(probe)),
+            "{probe} traced: {routes:?}"
+        );
+    }
+    assert!(routes.contains(&json!("/retrieve")), "{routes:?}");
     let outbound = named(&spans, "POST");
     let upstream_span = named(&spans, "chat local");
     assert_eq!(edge["kind"], "server");

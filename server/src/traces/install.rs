@@ -86,9 +86,10 @@ impl Traces {
         &self.endpoint
     }
 
-    /// The `tracing` layer that makes turnstile's spans OpenTelemetry spans: the request's and
-    /// those of [`super::TRACE_TARGET`] (never a library's), and as their events the warnings and
-    /// errors logged in them.
+    /// The `tracing` layer that makes turnstile's spans OpenTelemetry spans: the request's (but
+    /// for those of [`super::UNTRACED_TARGET`]: probes and scrapes) and those of
+    /// [`super::TRACE_TARGET`] (never a library's), and as their events the warnings and errors
+    /// logged in them.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: Subscriber + for<'span> LookupSpan<'span>,
@@ -103,7 +104,8 @@ impl Traces {
             .with_context_activation(false)
             .with_filter(
                 filter_fn(|meta| {
-                    let ours = meta.target().starts_with("turnstile");
+                    let ours = meta.target().starts_with("turnstile")
+                        && meta.target() != super::UNTRACED_TARGET;
                     if meta.is_span() {
                         ours
                     } else {
