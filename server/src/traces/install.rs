@@ -19,6 +19,10 @@ use tracing_subscriber::registry::LookupSpan;
 use super::export::BoundedExport;
 use super::settings::ExportSettings;
 
+/// The target of the spans the log shows but traces never take: the requests of the routes
+/// machines ask all the time (health probes, the metrics scrape).
+pub const UNTRACED_TARGET: &str = "turnstile_server::http::untraced";
+
 /// Traces could not be turned on (told at start).
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -87,7 +91,7 @@ impl Traces {
     }
 
     /// The `tracing` layer that makes turnstile's spans OpenTelemetry spans: the request's (but
-    /// for those of [`super::UNTRACED_TARGET`]: probes and scrapes) and those of
+    /// for those of [`UNTRACED_TARGET`]: probes and scrapes) and those of
     /// [`super::TRACE_TARGET`] (never a library's), and as their events the warnings and errors
     /// logged in them.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
@@ -104,8 +108,8 @@ impl Traces {
             .with_context_activation(false)
             .with_filter(
                 filter_fn(|meta| {
-                    let ours = meta.target().starts_with("turnstile")
-                        && meta.target() != super::UNTRACED_TARGET;
+                    let ours =
+                        meta.target().starts_with("turnstile") && meta.target() != UNTRACED_TARGET;
                     if meta.is_span() {
                         ours
                     } else {

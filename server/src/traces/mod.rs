@@ -18,10 +18,6 @@ mod settings;
 
 pub use context::{TraceIntake, current_trace_id, trace_id};
 pub use export::{ExportCounts, export_counts};
-pub use install::{TraceError, Traces};
+pub use install::{TraceError, Traces, UNTRACED_TARGET};
 pub use settings::{DEFAULT_QUEUE_SPANS, ExportSettings, TraceArgs, TraceSettingsError};
 pub use turnstile_host::TRACE_TARGET;
-
-/// The target of the spans the log shows but traces never take: the requests of the routes
-/// machines ask all the time (health probes, the metrics scrape).
-pub const UNTRACED_TARGET: &str = "turnstile_server::http::untraced";
