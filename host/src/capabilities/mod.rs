@@ -23,7 +23,7 @@ pub mod outbound;
 mod wasi;
 
 pub use answer::{AnswerReport, MAX_ANSWER_BYTES};
-pub use backend::{Backend, FailureKind, SEVERAL_BACKENDS, SignalKind, UpstreamSignal};
+pub use backend::{Backend, FailureKind, SignalKind, UpstreamSignal};
 pub use capability::{Call, Capability, HasRoom, InRoom, Probe, Report, Room};
 pub use conversation::Conversation;
 pub use corpus::MAX_OPEN_SESSIONS;

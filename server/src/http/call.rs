@@ -43,6 +43,8 @@ pub(crate) struct Finished {
     pub links: Vec<Option<Link>>,
     /// What the call used: its answer and outbound work among it.
     pub stats: CallStats,
+    /// What its backends said, and its work with them (`stats.used.backend()`, asked once).
+    pub backend: Backend,
     /// The plugin call's own time.
     pub execution_ms: f64,
 }
@@ -171,6 +173,7 @@ pub(crate) fn start(
             result,
             links,
             stats,
+            backend,
             execution_ms,
         }
     })
@@ -195,9 +198,9 @@ pub(crate) fn settle(
         result,
         links,
         stats,
+        backend,
         execution_ms,
     } = finished;
-    let backend = stats.used.backend();
     match result {
         Ok(sources) => {
             let sources: Vec<SourceBody> = sources

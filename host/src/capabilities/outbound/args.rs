@@ -5,11 +5,10 @@
 //! the host's bounds on every request — their defaults the capability's own constants (a guest
 //! may ask for shorter timeouts, never longer ones).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-
-use std::sync::Arc;
 
 use super::capability::Outbound;
 use super::credentials::{

@@ -46,6 +46,6 @@ pub use options::{
     OutboundOptions,
 };
 pub use origins::{AllowedOrigin, MAX_GRANTED_ORIGINS, OriginError, Origins};
-pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport, SEVERAL_ORIGINS};
+pub use report::{MAX_RETRY_AFTER_SECS, OutboundReport};
 pub use slots::OriginSlots;
 pub use trust::{MAX_CA_FILE_BYTES, MAX_TRUSTED_CAS, TrustError, TrustedRoots};

@@ -40,9 +40,6 @@ pub struct OutboundReport {
     pub cancelled: u32,
 }
 
-/// The origin label of a call whose requests went through more than one grant.
-pub const SEVERAL_ORIGINS: &str = SEVERAL_BACKENDS;
-
 impl Report for OutboundReport {
     fn backend(&self) -> Backend {
         Backend {
@@ -79,7 +76,7 @@ impl OutboundReport {
         match &self.origin {
             None => self.origin = Some(label.to_owned()),
             Some(seen) if seen == label => {}
-            Some(_) => self.origin = Some(SEVERAL_ORIGINS.to_owned()),
+            Some(_) => self.origin = Some(SEVERAL_BACKENDS.to_owned()),
         }
     }
 }

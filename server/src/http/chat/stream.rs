@@ -267,7 +267,7 @@ impl Streaming {
         }
         if let Ok(finished) = &joined {
             self.execution_ms = Some(finished.execution_ms);
-            self.outbound_requests = finished.stats.used.backend().requests;
+            self.outbound_requests = finished.backend.requests;
         }
         let request_id = self.completion.request_id;
         let ran = call::settle(joined, &self.generation.plugin, request_id)?;
